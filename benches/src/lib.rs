@@ -1,0 +1,1 @@
+//! toolstream-benches: criterion benches and the recorded-corpus generator (see issue: performance).

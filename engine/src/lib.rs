@@ -1,0 +1,1 @@
+//! toolstream engine library.

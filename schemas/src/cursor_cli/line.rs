@@ -1,0 +1,1 @@
+//! The stream-json line envelope.

@@ -1,0 +1,1 @@
+//! The `@cursor/sdk` recording format (SPEC §1.2).

@@ -1,0 +1,438 @@
+//! The canonical event model (SPEC §3): input events every source decodes to, and output events
+//! every sink consumes. Actors and sinks meet here and nowhere else.
+
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
+
+use crate::tools::Tool;
+
+/// JSON kept verbatim: tool payloads, unknown lines and unknown fields.
+pub type RawJson = Box<RawValue>;
+
+/// Fields a decoder did not recognise, kept in arrival order so nothing read is silently dropped.
+pub type UnknownFields = Vec<(String, RawJson)>;
+
+/// Where an input event came from in its source.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct SourcePos {
+    /// 1-based line number.
+    pub line: u64,
+    /// Byte offset of the line's first byte.
+    pub offset: u64,
+}
+
+/// One decoded input event.
+#[derive(Debug)]
+pub struct InputEvent {
+    /// The Cursor session (`session_id`); empty when the line had none.
+    pub session: Arc<str>,
+    /// Event time in ms when the line carries one (`timestamp_ms` / `at_ms`).
+    pub at_ms: Option<u64>,
+    pub pos: SourcePos,
+    pub kind: Input,
+}
+
+/// Input side of SPEC §3.
+#[derive(Debug)]
+pub enum Input {
+    RunStarted(RunStart),
+    UserPrompt {
+        text: String,
+    },
+    /// A per-token assistant delta.
+    TextDelta {
+        text: String,
+    },
+    /// A consolidated or final assistant segment that may repeat the deltas since the last boundary.
+    TextSegment {
+        kind: SegmentKind,
+        text: String,
+    },
+    /// A boundary between assistant text blocks (SDK `assistantMessage` step).
+    TextBoundary,
+    ThinkingDelta {
+        text: String,
+    },
+    ThinkingCompleted {
+        duration_ms: Option<u64>,
+    },
+    ToolStarted(Box<ToolEvent>),
+    ToolPartial(Box<ToolEvent>),
+    ToolCompleted(Box<ToolEvent>),
+    ShellOutput {
+        call_id: Option<String>,
+        stream: ShellStream,
+        data: String,
+    },
+    TurnUsage(TokenUsage),
+    RunEnded(RunEnd),
+    /// Anything not understood (unknown line type, plan-mode queries, notifications): passed through.
+    Raw {
+        /// `type/subtype` or a short description.
+        what: String,
+        value: RawJson,
+    },
+}
+
+#[derive(Debug, Default)]
+pub struct RunStart {
+    pub cwd: Option<String>,
+    pub model: Option<String>,
+    pub prompt: Option<String>,
+    pub extra: UnknownFields,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum SegmentKind {
+    /// Carries a `model_call_id`: repeats the deltas of that model call.
+    Consolidated,
+    /// Neither `model_call_id` nor `timestamp_ms`: the final segment of the run.
+    Final,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ShellStream {
+    Stdout,
+    Stderr,
+}
+
+impl ShellStream {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ShellStream::Stdout => "stdout",
+            ShellStream::Stderr => "stderr",
+        }
+    }
+}
+
+/// One tool call report (started, partial or completed).
+#[derive(Debug)]
+pub struct ToolEvent {
+    /// The raw call id: state key only, never shown to users.
+    pub call_id: String,
+    pub tool: Tool,
+    /// The wire name the tool came under (`shellToolCall`, SDK `shell`, …).
+    pub wire_name: String,
+    pub args: Option<RawJson>,
+    pub result: Option<ToolResult>,
+    pub model_call_id: Option<String>,
+    /// Tool-clock times (`startedAtMs`/`completedAtMs`): a different clock from event time.
+    pub started_at_ms: Option<u64>,
+    pub completed_at_ms: Option<u64>,
+    /// Unknown sibling metadata of the tool payload, kept.
+    pub extra: UnknownFields,
+}
+
+/// The oneof result of a tool call, normalised across sources.
+#[derive(Debug)]
+pub struct ToolResult {
+    pub status: ResultStatus,
+    /// The inner object of the oneof (`result.success`, `result.rejected`, SDK `value`/`error`).
+    pub value: RawJson,
+    /// Siblings of the oneof key (`isBackground`, `terminalsFolder`, …).
+    pub extra: UnknownFields,
+}
+
+/// Which oneof arm a result is. Only `Success` is a success (SPEC §1.1 rule 6).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum ResultStatus {
+    Success,
+    Failure,
+    Rejected,
+    Error,
+    Timeout,
+    SpawnError,
+    PermissionDenied,
+    FileNotFound,
+    Other(Box<str>),
+}
+
+impl ResultStatus {
+    /// The status for a CLI oneof key (`success`, `failure`, …).
+    pub fn from_key(key: &str) -> ResultStatus {
+        match key {
+            "success" => ResultStatus::Success,
+            "failure" => ResultStatus::Failure,
+            "rejected" => ResultStatus::Rejected,
+            "error" => ResultStatus::Error,
+            "timeout" => ResultStatus::Timeout,
+            "spawnError" => ResultStatus::SpawnError,
+            "permissionDenied" => ResultStatus::PermissionDenied,
+            "fileNotFound" => ResultStatus::FileNotFound,
+            other => ResultStatus::Other(other.into()),
+        }
+    }
+
+    /// Whether `key` names a oneof arm (known or plausible) rather than a sibling field.
+    pub fn is_known_key(key: &str) -> bool {
+        !matches!(ResultStatus::from_key(key), ResultStatus::Other(_))
+    }
+
+    pub fn is_success(&self) -> bool {
+        matches!(self, ResultStatus::Success)
+    }
+
+    pub fn as_str(&self) -> &str {
+        match self {
+            ResultStatus::Success => "success",
+            ResultStatus::Failure => "failure",
+            ResultStatus::Rejected => "rejected",
+            ResultStatus::Error => "error",
+            ResultStatus::Timeout => "timeout",
+            ResultStatus::SpawnError => "spawnError",
+            ResultStatus::PermissionDenied => "permissionDenied",
+            ResultStatus::FileNotFound => "fileNotFound",
+            ResultStatus::Other(s) => s,
+        }
+    }
+}
+
+/// Token counts as a source reports them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TokenUsage {
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    pub cache_read_tokens: u64,
+    pub cache_write_tokens: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reasoning_tokens: Option<u64>,
+}
+
+impl TokenUsage {
+    /// input + output + cache read + cache write, as reported (SPEC §6c).
+    pub fn total(&self) -> u64 {
+        self.input_tokens
+            .saturating_add(self.output_tokens)
+            .saturating_add(self.cache_read_tokens)
+            .saturating_add(self.cache_write_tokens)
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RunStatus {
+    Finished,
+    Error,
+    Cancelled,
+}
+
+impl RunStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunStatus::Finished => "finished",
+            RunStatus::Error => "error",
+            RunStatus::Cancelled => "cancelled",
+        }
+    }
+}
+
+#[derive(Debug)]
+pub struct RunEnd {
+    pub status: RunStatus,
+    pub result_text: Option<String>,
+    pub usage: Option<TokenUsage>,
+    pub error: Option<String>,
+    pub duration_ms: Option<u64>,
+    pub extra: UnknownFields,
+}
+
+// ------------------------------------------------------------------------------------------------
+// Output side
+// ------------------------------------------------------------------------------------------------
+
+/// Identifies one run: the session plus the run's ordinal within it (1-based).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+pub struct RunId {
+    pub session: Arc<str>,
+    pub seq: u32,
+}
+
+/// A call as outputs name it: never the raw id, only its hash (SPEC §1.1 rule 2, §9.3).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
+pub struct CallRef {
+    /// First 8 hex digits of `sha256(call_id)`.
+    pub hash: String,
+}
+
+/// One output event, in causal order per run.
+#[derive(Clone, Debug, Serialize)]
+pub struct OutputEvent {
+    pub run: Arc<RunId>,
+    /// Event time at which it was produced.
+    pub at_ms: u64,
+    #[serde(flatten)]
+    pub kind: Output,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum StopReason {
+    Stop,
+    ToolUse,
+    Error,
+    Aborted,
+}
+
+/// pi's usage object: complete, with cost (zeros when no price is known).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Usage {
+    pub input: u64,
+    pub output: u64,
+    pub cache_read: u64,
+    pub cache_write: u64,
+    pub total_tokens: u64,
+    pub cost: Cost,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Cost {
+    pub input: f64,
+    pub output: f64,
+    pub cache_read: f64,
+    pub cache_write: f64,
+    pub total: f64,
+}
+
+/// Output side of SPEC §3.
+#[derive(Clone, Debug, Serialize)]
+#[serde(tag = "event", rename_all = "camelCase")]
+pub enum Output {
+    RunOpened {
+        cwd: Option<String>,
+        model: Option<String>,
+        prompt: Option<String>,
+    },
+    MessageStarted {
+        turn: u32,
+    },
+    Text {
+        turn: u32,
+        delta: String,
+    },
+    Thinking {
+        turn: u32,
+        delta: String,
+    },
+    BlockEnded {
+        turn: u32,
+    },
+    LifecycleLine {
+        call: CallRef,
+        title: String,
+        label: String,
+    },
+    ShellProgress {
+        call: CallRef,
+        stream: ShellStream,
+        line: String,
+    },
+    Card(Box<Card>),
+    IncompleteCall(Box<IncompleteCall>),
+    MessageEnded {
+        turn: u32,
+        stop_reason: StopReason,
+        usage: Usage,
+        error: Option<String>,
+    },
+    RunClosed {
+        status: RunStatus,
+        final_text: String,
+        totals: RunTotals,
+        error: Option<String>,
+    },
+    Diagnostic {
+        phase: String,
+        fields: serde_json::Map<String, serde_json::Value>,
+    },
+}
+
+/// The rendered record of one completed (or failed) call. Every string here is scrubbed and
+/// bounded (SPEC §8) by the card builder; sinks only lay it out.
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Card {
+    pub turn: u32,
+    pub call: CallRef,
+    /// `cursor-replay-<run>-tool-<k>`.
+    pub replay_id: String,
+    pub source_tool: Tool,
+    /// The pi tool the card renders as: `bash`, `read`, …, or `cursor`.
+    pub pi_tool: String,
+    /// Neutral title, e.g. `Cursor shell`.
+    pub title: String,
+    /// One-line summary: the command, the path, the query, …
+    pub summary: String,
+    /// The card's title line for terminals: `$ npm test`, `read src/a.rs`, `Cursor MCP search`.
+    pub headline: String,
+    /// Replay arguments (recorded args plus `activityTitle`/`activitySummary` for neutral cards).
+    pub args: serde_json::Value,
+    /// The full body text (transcript-bounded).
+    pub content: String,
+    /// A recorded unified diff, when the tool produced one.
+    pub diff: Option<String>,
+    pub details: serde_json::Value,
+    pub is_error: bool,
+    pub started_ms: Option<u64>,
+    pub completed_ms: Option<u64>,
+}
+
+/// Why a started call never completed (SPEC §5.3).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum IncompleteReason {
+    NoCompletionAtRunEnd,
+    Abort,
+    SdkFailure,
+}
+
+impl IncompleteReason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            IncompleteReason::NoCompletionAtRunEnd => "no-completion-at-run-end",
+            IncompleteReason::Abort => "abort",
+            IncompleteReason::SdkFailure => "sdk-failure",
+        }
+    }
+
+    /// The user-facing text (`missing completion`, `aborted`, `SDK run failed`).
+    pub fn text(self) -> &'static str {
+        match self {
+            IncompleteReason::NoCompletionAtRunEnd => "missing completion",
+            IncompleteReason::Abort => "aborted",
+            IncompleteReason::SdkFailure => "SDK run failed",
+        }
+    }
+}
+
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct IncompleteCall {
+    pub call: CallRef,
+    pub source_tool: Tool,
+    /// e.g. `Cursor shell`.
+    pub title: String,
+    pub reason: IncompleteReason,
+    /// False when suppressed from users (stale fast local start); still traced.
+    pub visible: bool,
+}
+
+/// What a run added up to, reported on its close.
+#[derive(Clone, Debug, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RunTotals {
+    /// The source's run-total usage, as reported (CLI `result.usage`).
+    pub reported_usage: Option<TokenUsage>,
+    pub messages: u32,
+    pub cards: u32,
+    pub error_cards: u32,
+    pub incomplete_calls: u32,
+    pub duration_ms: Option<u64>,
+}

@@ -1,0 +1,13 @@
+//! toolstream-schemas: the wire formats toolstream reads (Cursor CLI `stream-json`, `@cursor/sdk`
+//! recordings) and the canonical event model and tool registry the rest of the code shares.
+//! Serde models only: no I/O, no runtime.
+
+pub mod cursor_cli;
+pub mod cursor_sdk;
+pub mod event;
+pub mod num;
+pub mod tools;
+
+pub use event::*;
+pub use num::Int;
+pub use tools::{PiCard, Tool, ToolKind, ToolSpec, REGISTRY};

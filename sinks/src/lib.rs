@@ -1,0 +1,1 @@
+//! toolstream-sinks: the [`Sink`] trait and the sinks that lay output events out.

@@ -1,1 +1,8 @@
-//! toolstream engine library.
+//! toolstream: ingest Cursor agent event streams and deliver them, ordered, deduplicated,
+//! scrubbed and bounded, to pluggable sinks. This crate holds the sources, decoding, pipeline
+//! wiring and the CLI; the binary is `toolstream`.
+
+pub mod cli;
+pub mod decode;
+pub mod pipeline;
+pub mod source;

@@ -156,7 +156,7 @@ impl ResultStatus {
     /// The status for a CLI oneof key (`success`, `failure`, …).
     pub fn from_key(key: &str) -> ResultStatus {
         match key {
-            "success" => ResultStatus::Success,
+            k if crate::cursor_cli::tool_models::is_success_arm(k) => ResultStatus::Success,
             "failure" => ResultStatus::Failure,
             "rejected" => ResultStatus::Rejected,
             "error" => ResultStatus::Error,
@@ -376,12 +376,38 @@ pub struct Card {
     pub args: serde_json::Value,
     /// The full body text (transcript-bounded).
     pub content: String,
-    /// A recorded unified diff, when the tool produced one.
-    pub diff: Option<String>,
+    /// Collapsed preview (SPEC §8: ≤8 lines, ≤4,000 chars, ≤240 chars a line, tabs expanded).
+    pub preview: Vec<StyledLine>,
+    /// Lines of the body not in the collapsed preview.
+    pub preview_hidden: usize,
+    /// The recorded diff as numbered lines for the expanded view (≤40), headers dropped.
+    pub diff: Vec<StyledLine>,
+    /// Diff lines beyond `diff`.
+    pub diff_hidden: usize,
     pub details: serde_json::Value,
     pub is_error: bool,
     pub started_ms: Option<u64>,
     pub completed_ms: Option<u64>,
+}
+
+/// How a display line is styled.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum LineKind {
+    Plain,
+    /// A diff line adding text (`+<new line no> text`).
+    Added,
+    /// A diff line removing text (`-<old line no> text`).
+    Removed,
+    /// A diff context line (` <line no> text`).
+    Context,
+}
+
+/// One display-ready line (already scrubbed, bounded and formatted).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct StyledLine {
+    pub kind: LineKind,
+    pub text: String,
 }
 
 /// Why a started call never completed (SPEC §5.3).

@@ -68,6 +68,7 @@ pub struct ToolSpec {
     pub default_label: &'static str,
 }
 
+#[allow(clippy::too_many_arguments)] // one argument per registry column
 const fn spec(
     kind: ToolKind,
     canonical: &'static str,

@@ -1,1 +1,29 @@
-//! toolstream-sinks: the [`Sink`] trait and the sinks that lay output events out.
+//! toolstream-sinks: the [`Sink`] trait and one module per sink. Sinks only lay out output
+//! events (SPEC §3, §9); every string they receive was already scrubbed and bounded upstream.
+
+pub mod cards;
+
+use toolstream_schemas::OutputEvent;
+
+/// Why a sink could not take a batch.
+#[derive(Debug, thiserror::Error)]
+pub enum SinkError {
+    #[error("{sink}: {source}")]
+    Io {
+        sink: &'static str,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{sink}: {message}")]
+    Other { sink: &'static str, message: String },
+}
+
+/// A consumer of output events.
+pub trait Sink: Send {
+    /// A short name for reports (`cards`, `jsonl`, …).
+    fn name(&self) -> &'static str;
+    /// Called with batches of output events, in order per run.
+    fn write(&mut self, batch: &[OutputEvent]) -> Result<(), SinkError>;
+    /// Make everything written so far durable / visible.
+    fn flush(&mut self) -> Result<(), SinkError>;
+}

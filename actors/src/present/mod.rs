@@ -1,6 +1,9 @@
 //! Presentation: everything that turns recorded tool activity into scrubbed, bounded, displayable
-//! text. Pure functions only.
+//! text — per-tool bodies, card assembly, bounds, diffs, scrubbing, ids. Pure functions only.
 
+pub mod bodies;
 pub mod bounds;
+pub mod card;
 pub mod diff;
+pub mod ids;
 pub mod scrub;

@@ -1,0 +1,581 @@
+//! Per-tool rendering of a completed call: its one-line summary, its body text, its diff, whether
+//! it is an error, and which pi card fits it (SPEC §4, §6b, §8). Raw text out; scrubbing and
+//! bounding happen once, in `card`.
+
+use std::fmt::Write as _;
+
+use toolstream_schemas::cursor_cli::tool_models::{
+    self as m, FailureResult, ToolArgs, ToolSuccess, TodoStatus,
+};
+use toolstream_schemas::{Int, ResultStatus, Tool, ToolKind};
+
+use super::bounds::{bound_list, bound_read, fallback_args, fallback_result, relative_path};
+
+/// What a tool's renderer produced.
+#[derive(Debug, Default)]
+pub struct Rendered {
+    /// One line: the command, path, query, … (raw; display-bounded later).
+    pub summary: String,
+    pub body: String,
+    /// A recorded unified diff.
+    pub diff: Option<String>,
+    /// `+N/-M` when the tool reported them (edit cards' title line).
+    pub diff_stats: Option<(i64, i64)>,
+    pub is_error: bool,
+    /// `bash`, `read`, `grep`, `find`, `ls`, `edit`, `write` or `cursor`.
+    pub pi_tool: &'static str,
+    /// Replay detail variant: nativeEdit, nativeWrite, native, activity, genericFallback.
+    pub variant: &'static str,
+    /// Keep the collapsed card to its title line (web search/fetch, SPEC via seed 000).
+    pub summary_only: bool,
+}
+
+/// The result of a call, typed.
+#[derive(Debug)]
+pub enum Outcome {
+    Success(Box<ToolSuccess>),
+    Failure(ResultStatus, Box<FailureResult>),
+    /// The payload could not be read as the tool's model: shown raw (bounded) instead.
+    Unreadable(ResultStatus, String),
+    /// The completion carried no result.
+    Missing,
+}
+
+impl Outcome {
+    fn is_error(&self) -> bool {
+        match self {
+            Outcome::Success(_) | Outcome::Missing => false,
+            Outcome::Failure(..) => true,
+            Outcome::Unreadable(s, _) => !s.is_success(),
+        }
+    }
+}
+
+/// Context for rendering.
+pub struct RenderCtx<'a> {
+    pub cwd: Option<&'a str>,
+}
+
+impl RenderCtx<'_> {
+    fn path(&self, p: &str) -> String {
+        relative_path(p, self.cwd)
+    }
+}
+
+fn s(v: &Option<String>) -> &str {
+    v.as_deref().unwrap_or("")
+}
+
+fn nonblank(v: &Option<String>) -> Option<&str> {
+    v.as_deref().filter(|t| !t.trim().is_empty())
+}
+
+/// The one-line summary of a call from its args alone (also used for incomplete calls and
+/// lifecycle labels).
+pub fn summary_from_args(ctx: &RenderCtx<'_>, args: &ToolArgs) -> String {
+    match args {
+        ToolArgs::Read(a) => ctx.path(s(&a.path)),
+        ToolArgs::Grep(a) => {
+            let mut out = s(&a.pattern).to_owned();
+            if let Some(p) = nonblank(&a.path) {
+                let _ = write!(out, " in {}", ctx.path(p));
+            }
+            if let Some(g) = nonblank(&a.glob) {
+                let _ = write!(out, " ({g})");
+            }
+            out
+        }
+        ToolArgs::Glob(a) => {
+            let mut out = s(&a.glob_pattern).to_owned();
+            if let Some(d) = nonblank(&a.target_directory) {
+                let _ = write!(out, " in {}", ctx.path(d));
+            }
+            out
+        }
+        ToolArgs::Ls(a) => ctx.path(s(&a.path)),
+        ToolArgs::Shell(a) => s(&a.command).to_owned(),
+        ToolArgs::Edit(a) => ctx.path(s(&a.path)),
+        ToolArgs::Write(a) => ctx.path(s(&a.path)),
+        ToolArgs::Delete(a) => ctx.path(s(&a.path)),
+        ToolArgs::ReadLints(a) => {
+            a.paths.iter().flatten().map(|p| ctx.path(p)).collect::<Vec<_>>().join(", ")
+        }
+        ToolArgs::UpdateTodos(a) => items(a.todos.as_ref().map_or(0, Vec::len)),
+        ToolArgs::CreatePlan(a) => {
+            let first = [&a.plan, &a.name, &a.overview]
+                .into_iter()
+                .flatten()
+                .find_map(|t| t.lines().map(str::trim).find(|l| !l.is_empty()));
+            first.unwrap_or("").trim_start_matches('#').trim().to_owned()
+        }
+        ToolArgs::Task(a) => nonblank(&a.description).or(nonblank(&a.prompt)).unwrap_or("").to_owned(),
+        ToolArgs::GenerateImage(a) => nonblank(&a.description).or(nonblank(&a.prompt)).unwrap_or("").to_owned(),
+        ToolArgs::Mcp(a) => nonblank(&a.tool_name).or(nonblank(&a.name)).unwrap_or("").to_owned(),
+        ToolArgs::SemSearch(a) => s(&a.query).to_owned(),
+        ToolArgs::RecordScreen(a) => s(&a.mode).to_owned(),
+        ToolArgs::WebSearch(a) => nonblank(&a.search_term).or(nonblank(&a.query)).unwrap_or("").to_owned(),
+        ToolArgs::WebFetch(a) => s(&a.url).to_owned(),
+    }
+}
+
+fn items(n: usize) -> String {
+    if n == 1 {
+        "1 item".into()
+    } else {
+        format!("{n} items")
+    }
+}
+
+/// Render a known tool. `args` is `None` when neither the start nor the completion carried any.
+pub fn render_known(
+    ctx: &RenderCtx<'_>,
+    kind: ToolKind,
+    args: Option<&ToolArgs>,
+    raw_args: Option<&serde_json::Value>,
+    outcome: &Outcome,
+) -> Rendered {
+    let mut r = Rendered {
+        summary: args.map(|a| summary_from_args(ctx, a)).unwrap_or_default(),
+        is_error: outcome.is_error(),
+        pi_tool: "cursor",
+        variant: "activity",
+        ..Rendered::default()
+    };
+    match outcome {
+        Outcome::Success(ok) => render_success(ctx, kind, args, raw_args, ok, &mut r),
+        Outcome::Failure(status, f) => render_failure(ctx, kind, status, f, &mut r),
+        Outcome::Unreadable(_, raw) => r.body = fallback_result(raw),
+        Outcome::Missing => r.body = "(no result recorded)".into(),
+    }
+    // Native pi cards for tools whose pi card is fixed (SPEC §4); edit/write decided above.
+    r.pi_tool = match kind {
+        ToolKind::Read => "read",
+        ToolKind::Grep => "grep",
+        ToolKind::Glob => "find",
+        ToolKind::Ls => "ls",
+        ToolKind::Shell => "bash",
+        _ => r.pi_tool,
+    };
+    if r.pi_tool != "cursor" && r.variant == "activity" {
+        r.variant = "native";
+    }
+    if matches!(kind, ToolKind::WebSearch | ToolKind::WebFetch) {
+        r.summary_only = true;
+    }
+    r
+}
+
+fn render_success(
+    ctx: &RenderCtx<'_>,
+    kind: ToolKind,
+    args: Option<&ToolArgs>,
+    raw_args: Option<&serde_json::Value>,
+    ok: &ToolSuccess,
+    r: &mut Rendered,
+) {
+    match ok {
+        ToolSuccess::Shell(o) => {
+            r.body = shell_body(
+                s(&o.stdout),
+                s(&o.stderr),
+                s(&o.interleaved_output),
+                o.exit_code,
+                o.execution_time,
+                shell_timeout(args),
+            );
+            r.is_error = o.exit_code.is_some_and(|c| c.get() != 0);
+            if r.summary.is_empty() {
+                r.summary = s(&o.command).to_owned();
+            }
+        }
+        ToolSuccess::Read(o) => {
+            if r.summary.is_empty() {
+                r.summary = ctx.path(s(&o.path));
+            }
+            let start = o.read_range.as_ref().and_then(|rr| rr.start_line).and_then(Int::as_u64).unwrap_or(1);
+            r.body = match o.content.as_deref() {
+                Some(c) if !c.is_empty() => bound_read(c, start).into_owned(),
+                _ if o.is_empty == Some(true) => "(empty file)".into(),
+                _ => "(no content recorded)".into(),
+            };
+        }
+        ToolSuccess::Grep(o) => r.body = grep_body(ctx, o),
+        ToolSuccess::Glob(o) => {
+            let files: Vec<String> = o.files.iter().flatten().map(|f| ctx.path(f)).collect();
+            r.body = if files.is_empty() { "No files found".into() } else { list_body(&files) };
+        }
+        ToolSuccess::Ls(o) => {
+            let mut lines = Vec::new();
+            if let Some(root) = &o.directory_tree_root {
+                ls_lines(ctx, root, 0, &mut lines);
+            }
+            r.body = if lines.is_empty() { "(empty directory)".into() } else { list_body(&lines) };
+        }
+        ToolSuccess::Edit(o) => {
+            if r.summary.is_empty() {
+                r.summary = ctx.path(s(&o.path));
+            }
+            r.diff = nonblank(&o.diff_string).map(str::to_owned);
+            r.diff_stats = Some((
+                o.lines_added.map_or(0, Int::get),
+                o.lines_removed.map_or(0, Int::get),
+            ));
+            r.body = r.diff.clone().or_else(|| nonblank(&o.message).map(str::to_owned)).unwrap_or_default();
+            if fits_pi_edit(raw_args) {
+                r.pi_tool = "edit";
+                r.variant = "nativeEdit";
+            }
+        }
+        ToolSuccess::Write(o) => {
+            if r.summary.is_empty() {
+                r.summary = ctx.path(s(&o.path));
+            }
+            let content = match args {
+                Some(ToolArgs::Write(a)) => [&a.content, &a.file_text, &a.contents, &a.file_content, &a.stream_content]
+                    .into_iter()
+                    .find_map(|c| c.as_deref()),
+                _ => None,
+            };
+            r.body = match (content, &o.message) {
+                (Some(c), _) => c.to_owned(),
+                (None, Some(m)) => m.clone(),
+                (None, None) => o.lines_created.map(|n| format!("Wrote {n} lines")).unwrap_or_default(),
+            };
+            if content.is_some() {
+                r.pi_tool = "write";
+                r.variant = "nativeWrite";
+            }
+        }
+        ToolSuccess::Delete(o) => {
+            let path = nonblank(&o.path).or(nonblank(&o.deleted_file)).unwrap_or("");
+            if r.summary.is_empty() {
+                r.summary = ctx.path(path);
+            }
+            r.body = nonblank(&o.message).map_or_else(|| format!("Deleted {}", ctx.path(path)), str::to_owned);
+        }
+        ToolSuccess::ReadLints(o) => r.body = lints_body(ctx, o),
+        ToolSuccess::UpdateTodos(o) => {
+            let todos = o.todos.as_ref().or(match args {
+                Some(ToolArgs::UpdateTodos(a)) => a.todos.as_ref(),
+                _ => None,
+            });
+            r.body = todos.map(|t| todos_body(t)).unwrap_or_default();
+            if let Some(t) = todos {
+                r.summary = items(t.len());
+            }
+        }
+        ToolSuccess::CreatePlan(o) => {
+            let plan = match args {
+                Some(ToolArgs::CreatePlan(a)) => nonblank(&a.plan).or(nonblank(&a.overview)).map(str::to_owned),
+                _ => None,
+            };
+            r.body = plan.or_else(|| nonblank(&o.message).map(str::to_owned)).unwrap_or_default();
+        }
+        ToolSuccess::Task(o) => r.body = task_body(o),
+        ToolSuccess::GenerateImage(o) => {
+            r.body = nonblank(&o.file_path).map(|p| format!("Saved image to {}", ctx.path(p))).unwrap_or_default();
+        }
+        ToolSuccess::Mcp(o) => {
+            r.body = mcp_body(o);
+            r.is_error = o.is_error == Some(true);
+        }
+        ToolSuccess::SemSearch(o) => r.body = s(&o.results).to_owned(),
+        ToolSuccess::RecordScreen(o) => {
+            r.body = nonblank(&o.path).map(|p| format!("Saved recording to {}", ctx.path(p))).unwrap_or_default();
+        }
+        ToolSuccess::WebSearch(o) => {
+            let refs: Vec<String> = o
+                .references
+                .iter()
+                .flatten()
+                .map(|x| format!("{} — {}", s(&x.title), s(&x.url)))
+                .collect();
+            r.body = list_body(&refs);
+        }
+        ToolSuccess::WebFetch(o) => r.body = s(&o.markdown).to_owned(),
+    }
+    if r.body.trim().is_empty() && kind != ToolKind::Shell {
+        r.body = "(no output)".into();
+    }
+}
+
+fn render_failure(ctx: &RenderCtx<'_>, kind: ToolKind, status: &ResultStatus, f: &FailureResult, r: &mut Rendered) {
+    if r.summary.is_empty() {
+        r.summary = match kind {
+            ToolKind::Shell => s(&f.command).to_owned(),
+            _ => nonblank(&f.path).map(|p| ctx.path(p)).unwrap_or_default(),
+        };
+    }
+    r.body = match status {
+        ResultStatus::Rejected => match nonblank(&f.reason) {
+            Some(reason) => format!("Rejected: {reason}"),
+            None => "Rejected: not allowed to run (no reason given; a hook or a missing --force refused it)".into(),
+        },
+        _ if kind == ToolKind::Shell && (f.exit_code.is_some() || f.stdout.is_some() || f.stderr.is_some()) => {
+            let mut b = shell_body(s(&f.stdout), s(&f.stderr), s(&f.interleaved_output), f.exit_code, None, None);
+            if f.aborted == Some(true) {
+                let why = nonblank(&f.abort_reason).unwrap_or("aborted");
+                b.push_str(&format!("\n\nCommand aborted ({why})"));
+            }
+            b
+        }
+        ResultStatus::Timeout => f.error_text().map_or_else(|| "Timed out".to_owned(), |e| format!("Timed out: {e}")),
+        _ => f.error_text().map_or_else(|| format!("Failed ({})", status.as_str()), str::to_owned),
+    };
+}
+
+/// Render an unknown tool: bounded fallback of its args and result (SPEC §8).
+pub fn render_unknown(args: Option<&serde_json::Value>, result: Option<(&ResultStatus, &str)>) -> Rendered {
+    let mut body: Vec<String> = args.map(fallback_args).unwrap_or_default();
+    let is_error = result.is_some_and(|(st, _)| !st.is_success());
+    if let Some((st, raw)) = result {
+        let text = fallback_result(&result_text(raw));
+        if st.is_success() {
+            body.push(text);
+        } else {
+            body.push(format!("{}: {text}", st.as_str()));
+        }
+    }
+    Rendered {
+        summary: String::new(),
+        body: body.join("\n"),
+        is_error,
+        pi_tool: "cursor",
+        variant: "genericFallback",
+        ..Rendered::default()
+    }
+}
+
+/// Best text of an unknown result: a string stays a string; objects are shown as compact JSON.
+fn result_text(raw: &str) -> String {
+    match serde_json::from_str::<serde_json::Value>(raw) {
+        Ok(serde_json::Value::String(t)) => t,
+        Ok(v) => v.to_string(),
+        Err(_) => raw.to_owned(),
+    }
+}
+
+fn shell_timeout(args: Option<&ToolArgs>) -> Option<i64> {
+    match args {
+        Some(ToolArgs::Shell(a)) => a.timeout.map(Int::get),
+        _ => None,
+    }
+}
+
+/// Shell card body (SPEC §6b): trimmed stdout, trimmed stderr, exit code when non-zero, the
+/// background note when the command ran into its timeout; `(no output)` when all are empty.
+pub fn shell_body(
+    stdout: &str,
+    stderr: &str,
+    interleaved: &str,
+    exit_code: Option<Int>,
+    execution_ms: Option<Int>,
+    timeout_ms: Option<i64>,
+) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    let (out, err) = (stdout.trim(), stderr.trim());
+    if out.is_empty() && err.is_empty() {
+        if !interleaved.trim().is_empty() {
+            parts.push(interleaved.trim().to_owned());
+        }
+    } else {
+        if !out.is_empty() {
+            parts.push(out.to_owned());
+        }
+        if !err.is_empty() {
+            parts.push(err.to_owned());
+        }
+    }
+    if let Some(code) = exit_code.filter(|c| c.get() != 0) {
+        parts.push(format!("Command exited with code {code}"));
+    }
+    if let (Some(t), Some(e)) = (timeout_ms.filter(|t| *t > 0), execution_ms) {
+        if e.get() >= t {
+            parts.push(format!("Command backgrounded after {} second timeout", t / 1000));
+        }
+    }
+    if parts.is_empty() {
+        "(no output)".into()
+    } else {
+        parts.join("\n\n")
+    }
+}
+
+fn list_body(items: &[String]) -> String {
+    let (shown, more) = bound_list(items);
+    let mut out = shown.join("\n");
+    if let Some(m) = more {
+        out.push('\n');
+        out.push_str(&m);
+    }
+    out
+}
+
+fn grep_body(ctx: &RenderCtx<'_>, o: &m::GrepSuccess) -> String {
+    let mut lines: Vec<String> = Vec::new();
+    for ws in o.workspace_results.iter().flat_map(|m| m.values()).chain(o.active_editor_result.iter()) {
+        if let Some(c) = &ws.content {
+            for fm in c.matches.iter().flatten() {
+                let file = ctx.path(s(&fm.file));
+                for lm in fm.matches.iter().flatten() {
+                    let sep = if lm.is_context_line == Some(true) { '-' } else { ':' };
+                    let no = lm.line_number.map(|n| n.to_string()).unwrap_or_default();
+                    lines.push(format!("{file}{sep}{no}{sep} {}", s(&lm.content).trim_end()));
+                }
+            }
+        }
+        if let Some(f) = &ws.files {
+            lines.extend(f.files.iter().flatten().map(|p| ctx.path(p)));
+        }
+        if let Some(c) = &ws.count {
+            for fc in c.counts.iter().flatten() {
+                lines.push(format!("{}: {}", ctx.path(s(&fc.file)), fc.count.map_or(0, Int::get)));
+            }
+        }
+    }
+    if lines.is_empty() {
+        "No matches found".into()
+    } else {
+        list_body(&lines)
+    }
+}
+
+fn ls_lines(ctx: &RenderCtx<'_>, dir: &m::LsDirectory, depth: usize, out: &mut Vec<String>) {
+    let indent = "  ".repeat(depth);
+    for d in dir.children_dirs.iter().flatten() {
+        let name = d.abs_path.as_deref().map(|p| p.rsplit(['/', '\\']).next().unwrap_or(p)).unwrap_or("?");
+        out.push(format!("{indent}{name}/"));
+        ls_lines(ctx, d, depth + 1, out);
+    }
+    for f in dir.children_files.iter().flatten() {
+        out.push(format!("{indent}{}", s(&f.name)));
+    }
+}
+
+fn lints_body(ctx: &RenderCtx<'_>, o: &m::ReadLintsSuccess) -> String {
+    let mut lines = Vec::new();
+    for fd in o.file_diagnostics.iter().flatten() {
+        let path = ctx.path(s(&fd.path));
+        for d in fd.diagnostics.iter().flatten() {
+            let pos = d.range.as_ref().and_then(|r| r.start.as_ref());
+            let line = pos.and_then(|p| p.line).map_or(0, Int::get);
+            let col = pos.and_then(|p| p.column).map_or(0, Int::get);
+            let sev = s(&d.severity).trim_start_matches("DIAGNOSTIC_SEVERITY_").to_ascii_lowercase();
+            lines.push(format!("{path}:{line}:{col} {sev} {}", s(&d.message)));
+        }
+    }
+    if lines.is_empty() {
+        "No diagnostics".into()
+    } else {
+        list_body(&lines)
+    }
+}
+
+fn todos_body(todos: &[m::TodoItem]) -> String {
+    todos
+        .iter()
+        .map(|t| {
+            let mark = match &t.status {
+                Some(TodoStatus::Completed) => "[x]",
+                Some(TodoStatus::InProgress) => "[~]",
+                Some(TodoStatus::Cancelled) => "[-]",
+                _ => "[ ]",
+            };
+            format!("{mark} {}", s(&t.content))
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn task_body(o: &m::TaskSuccess) -> String {
+    let texts: Vec<&str> = o
+        .conversation_steps
+        .iter()
+        .flatten()
+        .filter_map(|st| st.assistant_message.as_ref().and_then(|m| nonblank(&m.text)))
+        .collect();
+    if !texts.is_empty() {
+        texts.join("\n\n")
+    } else {
+        nonblank(&o.result).unwrap_or("").to_owned()
+    }
+}
+
+fn mcp_body(o: &m::McpSuccess) -> String {
+    let mut parts = Vec::new();
+    for c in o.content.iter().flatten() {
+        if let Some(t) = c.text.as_ref().and_then(|t| t.text.as_deref()) {
+            parts.push(t.to_owned());
+        } else if let Some(i) = &c.image {
+            parts.push(format!("[image {}]", i.mime_type.as_deref().unwrap_or("")));
+        } else if let Some(res) = &c.resource {
+            parts.push(res.text.clone().unwrap_or_else(|| format!("[resource {}]", s(&res.uri))));
+        }
+    }
+    parts.join("\n")
+}
+
+/// Whether recorded args truthfully fit pi's `edit` schema (SPEC §4): a path plus a non-empty old
+/// text and a new text (may be empty), or an `edits[]` list of such pairs; never a notebook edit.
+pub fn fits_pi_edit(args: Option<&serde_json::Value>) -> bool {
+    let Some(obj) = args.and_then(serde_json::Value::as_object) else {
+        return false;
+    };
+    let has_path = ["path", "filePath", "file_path"].iter().any(|k| obj.get(*k).and_then(|v| v.as_str()).is_some_and(|p| !p.is_empty()));
+    let notebook = ["notebookPath", "notebook_path", "cellId", "cell_id", "cellIndex"].iter().any(|k| obj.contains_key(*k))
+        || obj.get("path").and_then(|v| v.as_str()).is_some_and(|p| p.ends_with(".ipynb"));
+    if !has_path || notebook {
+        return false;
+    }
+    let pair = |o: &serde_json::Map<String, serde_json::Value>| {
+        let old = ["oldText", "old_string", "oldString", "old_str", "old_text"]
+            .iter()
+            .find_map(|k| o.get(*k).and_then(|v| v.as_str()));
+        let new = ["newText", "new_string", "newString", "new_str", "new_text"]
+            .iter()
+            .find_map(|k| o.get(*k).and_then(|v| v.as_str()));
+        matches!((old, new), (Some(o), Some(_)) if !o.is_empty())
+    };
+    if pair(obj) {
+        return true;
+    }
+    match obj.get("edits").and_then(|v| v.as_array()) {
+        Some(edits) if !edits.is_empty() => edits.iter().all(|e| e.as_object().is_some_and(pair)),
+        _ => false,
+    }
+}
+
+/// Title of a tool for cards: registry title or `Cursor <name>`.
+pub fn title(tool: &Tool) -> String {
+    tool.title().into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn shell_body_rules() {
+        assert_eq!(shell_body("", "", "", Some(Int(0)), None, None), "(no output)");
+        assert_eq!(shell_body("  hi\n", "", "", Some(Int(0)), None, None), "hi");
+        assert_eq!(shell_body("", "OOPS\n", "", Some(Int(3)), None, None), "OOPS\n\nCommand exited with code 3");
+        assert_eq!(shell_body("", "", "", Some(Int(1)), None, None), "Command exited with code 1");
+        assert_eq!(
+            shell_body("x", "", "", None, Some(Int(30_000)), Some(30_000)),
+            "x\n\nCommand backgrounded after 30 second timeout"
+        );
+        assert_eq!(shell_body("", "", "both\n", Some(Int(0)), None, None), "both");
+    }
+
+    #[test]
+    fn pi_edit_fit_is_truthful() {
+        assert!(fits_pi_edit(Some(&json!({"path": "a", "old_string": "x", "new_string": ""}))));
+        assert!(fits_pi_edit(Some(&json!({"filePath": "a", "edits": [{"oldText": "x", "newText": "y"}]}))));
+        assert!(!fits_pi_edit(Some(&json!({"path": "a", "streamContent": "whole file"}))));
+        assert!(!fits_pi_edit(Some(&json!({"path": "a", "old_string": "", "new_string": "y"}))));
+        assert!(!fits_pi_edit(Some(&json!({"path": "a.ipynb", "old_string": "x", "new_string": "y"}))));
+        assert!(!fits_pi_edit(Some(&json!({"old_string": "x", "new_string": "y"}))));
+        assert!(!fits_pi_edit(None));
+    }
+}

@@ -1,0 +1,349 @@
+//! Card building: one completed (or never completed) call → one [`Card`] whose every string is
+//! scrubbed and bounded (SPEC §4, §5.3, §8), with its title line, collapsed preview, numbered diff
+//! lines and pi replay arguments. Pure functions.
+
+use serde_json::{json, Map, Value};
+use toolstream_schemas::cursor_cli::tool_models::{parse_args, parse_failure, parse_success};
+use toolstream_schemas::{Card, IncompleteCall, LineKind, RawJson, StyledLine, Tool, ToolEvent, ToolKind, ToolResult};
+
+use super::bodies::{render_known, render_unknown, summary_from_args, Outcome, RenderCtx, Rendered};
+use super::bounds::{bound_transcript, display_line, preview, DISPLAY_LINE_CHARS};
+use super::diff::{diff_preview, parse_unified, DiffLine, DiffLineKind};
+use super::ids::call_ref;
+use super::scrub::Scrubber;
+
+/// What a card needs besides the call itself.
+#[derive(Debug)]
+pub struct CardContext<'a> {
+    pub scrubber: &'a Scrubber,
+    /// The run's working directory: paths inside it are shown relative.
+    pub cwd: Option<&'a str>,
+    pub turn: u32,
+    /// `cursor-replay-<run>-tool-<k>`.
+    pub replay_id: String,
+}
+
+/// Longest string kept in replay arguments.
+const MAX_ARG_CHARS: usize = 24_000;
+
+/// Build the card of a completed call.
+pub fn build_card(ctx: &CardContext<'_>, ev: &ToolEvent) -> Card {
+    let raw_args: Option<Value> = ev.args.as_ref().and_then(|a| serde_json::from_str(a.get()).ok());
+    let rctx = RenderCtx { cwd: ctx.cwd };
+    let status = ev.result.as_ref().map(|r| r.status.as_str().to_owned());
+    let rendered = match ev.tool.kind() {
+        Some(kind) => {
+            // MCP calls reclassified as web search/fetch keep MCP-shaped payloads.
+            let from_mcp = ev.wire_name.starts_with("mcp") && kind != ToolKind::Mcp;
+            let payload_kind = if from_mcp { ToolKind::Mcp } else { kind };
+            let args = ev.args.as_ref().and_then(|a| parse_args(payload_kind, a.get()).ok());
+            let outcome = outcome(payload_kind, ev.result.as_ref());
+            let mut r = render_known(&rctx, payload_kind, args.as_ref(), raw_args.as_ref(), &outcome);
+            if from_mcp {
+                r.summary = web_query_from_mcp(raw_args.as_ref()).unwrap_or_default();
+                r.summary_only = true;
+            }
+            r
+        }
+        None => render_unknown(raw_args.as_ref(), ev.result.as_ref().map(|r| (&r.status, r.value.get()))),
+    };
+    let mut card = assemble(ctx, &ev.tool, rendered, raw_args, status);
+    card.call = call_ref(&ev.call_id);
+    card.started_ms = ev.started_at_ms;
+    card.completed_ms = ev.completed_at_ms;
+    card
+}
+
+/// The visible error card of a call that never completed (SPEC §5.3).
+pub fn incomplete_card(ctx: &CardContext<'_>, rec: &IncompleteCall, args: Option<&RawJson>) -> Card {
+    let raw_args: Option<Value> = args.and_then(|a| serde_json::from_str(a.get()).ok());
+    let summary = match (rec.source_tool.kind(), args) {
+        (Some(kind), Some(a)) => parse_args(kind, a.get())
+            .map(|a| summary_from_args(&RenderCtx { cwd: ctx.cwd }, &a))
+            .unwrap_or_default(),
+        _ => String::new(),
+    };
+    let reason = rec.reason.text();
+    let rendered = Rendered {
+        summary,
+        body: format!("{} did not complete\n{reason}", rec.title),
+        is_error: true,
+        pi_tool: "cursor",
+        variant: "activity",
+        ..Rendered::default()
+    };
+    let mut card = assemble(ctx, &rec.source_tool, rendered, raw_args, None);
+    card.headline = format!("{} did not complete: {reason}", card.headline);
+    card.call = rec.call.clone();
+    if let Some(obj) = card.args.as_object_mut() {
+        obj.insert("activitySummary".into(), reason.into());
+        obj.insert("incomplete".into(), true.into());
+    }
+    card
+}
+
+fn outcome(kind: ToolKind, result: Option<&ToolResult>) -> Outcome {
+    let Some(r) = result else {
+        return Outcome::Missing;
+    };
+    let raw = r.value.get();
+    if r.status.is_success() {
+        match parse_success(kind, raw) {
+            Ok(s) => Outcome::Success(Box::new(s)),
+            Err(_) => Outcome::Unreadable(r.status.clone(), raw.to_owned()),
+        }
+    } else {
+        match parse_failure(raw) {
+            Ok(f) => Outcome::Failure(r.status.clone(), Box::new(f)),
+            Err(_) => Outcome::Unreadable(r.status.clone(), raw.to_owned()),
+        }
+    }
+}
+
+/// `args.args.{query|searchTerm|search_term|url}` of an MCP call that is really a web search/fetch.
+fn web_query_from_mcp(args: Option<&Value>) -> Option<String> {
+    let inner = args?.get("args")?;
+    ["query", "searchTerm", "search_term", "q", "url"]
+        .iter()
+        .find_map(|k| inner.get(*k).and_then(Value::as_str))
+        .map(str::to_owned)
+}
+
+fn assemble(
+    ctx: &CardContext<'_>,
+    tool: &Tool,
+    r: Rendered,
+    raw_args: Option<Value>,
+    status: Option<String>,
+) -> Card {
+    let sc = ctx.scrubber;
+    let title = tool.title().into_owned();
+    let summary = display_line(&sc.scrub(&r.summary), DISPLAY_LINE_CHARS);
+    let headline = match (tool.kind(), r.diff_stats) {
+        (Some(ToolKind::Shell), _) => format!("$ {summary}"),
+        (Some(ToolKind::Read), _) => format!("read {summary}"),
+        (Some(ToolKind::Edit), Some((added, removed))) => {
+            format!("edit {summary} added {added} {}, removed {removed} {}", lines(added), lines(removed))
+        }
+        (Some(ToolKind::Edit), None) => format!("edit {summary}"),
+        _ if summary.is_empty() => title.clone(),
+        _ => format!("{title} {summary}"),
+    };
+    let content = bound_transcript(&sc.scrub(&r.body)).into_owned();
+
+    let (preview_lines, preview_hidden, diff, diff_hidden) = match r.diff.as_deref() {
+        Some(d) => {
+            let parsed = parse_unified(&sc.scrub(d));
+            let (collapsed, c_more) = styled_diff(&parsed, false);
+            let (expanded, e_more) = styled_diff(&parsed, true);
+            let (preview_lines, preview_hidden) = if r.summary_only { (Vec::new(), 0) } else { (collapsed, c_more) };
+            (preview_lines, preview_hidden, expanded, e_more)
+        }
+        None if r.summary_only => (Vec::new(), 0, Vec::new(), 0),
+        None => {
+            let p = preview(&content, false);
+            let lines = p.lines.into_iter().map(|text| StyledLine { kind: LineKind::Plain, text }).collect();
+            (lines, p.hidden_lines, Vec::new(), 0)
+        }
+    };
+
+    let mut args = match raw_args {
+        Some(Value::Object(o)) => Value::Object(o),
+        Some(other) => json!({ "value": other }),
+        None => Value::Object(Map::new()),
+    };
+    sc.scrub_json(&mut args);
+    bound_strings(&mut args);
+    if r.pi_tool == "cursor" {
+        if let Some(obj) = args.as_object_mut() {
+            obj.insert("activityTitle".into(), title.clone().into());
+            obj.insert("activitySummary".into(), summary.clone().into());
+        }
+    }
+    let details = json!({
+        "variant": r.variant,
+        "sourceToolName": tool.name(),
+        "title": title,
+        "summary": if r.is_error { Value::Null } else { summary.clone().into() },
+        "status": status,
+    });
+    Card {
+        turn: ctx.turn,
+        call: call_ref(""),
+        replay_id: ctx.replay_id.clone(),
+        source_tool: tool.clone(),
+        pi_tool: r.pi_tool.to_owned(),
+        title,
+        summary,
+        headline,
+        args,
+        content,
+        preview: preview_lines,
+        preview_hidden,
+        diff,
+        diff_hidden,
+        details,
+        is_error: r.is_error,
+        started_ms: None,
+        completed_ms: None,
+    }
+}
+
+fn lines(n: i64) -> &'static str {
+    if n == 1 {
+        "line"
+    } else {
+        "lines"
+    }
+}
+
+/// Numbered diff lines with their style, and how many were left out.
+fn styled_diff(parsed: &[DiffLine], expanded: bool) -> (Vec<StyledLine>, usize) {
+    let (texts, _marker) = diff_preview(parsed, expanded);
+    let shown = texts.len();
+    let styled = texts
+        .into_iter()
+        .zip(parsed)
+        .map(|(text, l)| StyledLine {
+            kind: match l.kind {
+                DiffLineKind::Added => LineKind::Added,
+                DiffLineKind::Removed => LineKind::Removed,
+                DiffLineKind::Context => LineKind::Context,
+            },
+            text,
+        })
+        .collect();
+    (styled, parsed.len().saturating_sub(shown))
+}
+
+/// Cut every string in `v` to [`MAX_ARG_CHARS`] (recorded file contents can be huge).
+fn bound_strings(v: &mut Value) {
+    match v {
+        Value::String(s) if s.len() > MAX_ARG_CHARS => {
+            if let Some((i, _)) = s.char_indices().nth(MAX_ARG_CHARS) {
+                let more = s[i..].chars().count();
+                s.truncate(i);
+                s.push_str(&format!("… ({more} more chars truncated)"));
+            }
+        }
+        Value::Array(a) => a.iter_mut().for_each(bound_strings),
+        Value::Object(o) => o.values_mut().for_each(bound_strings),
+        _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::value::RawValue;
+    use toolstream_schemas::ResultStatus;
+
+    fn raw(s: &str) -> RawJson {
+        RawValue::from_string(s.to_owned()).unwrap()
+    }
+
+    fn ev(key: &str, args: Option<&str>, arm: &str, value: &str) -> ToolEvent {
+        ToolEvent {
+            call_id: "call-1".into(),
+            tool: Tool::from_cli_key(key),
+            wire_name: key.into(),
+            args: args.map(raw),
+            result: Some(ToolResult { status: ResultStatus::from_key(arm), value: raw(value), extra: Vec::new() }),
+            model_call_id: None,
+            started_at_ms: None,
+            completed_at_ms: None,
+            extra: Vec::new(),
+        }
+    }
+
+    fn ctx(scrubber: &Scrubber) -> CardContext<'_> {
+        CardContext { scrubber, cwd: Some("/w"), turn: 0, replay_id: "cursor-replay-r-tool-1".into() }
+    }
+
+    #[test]
+    fn failed_shell_is_an_error_card_with_exit_code() {
+        let sc = Scrubber::default();
+        let c = build_card(
+            &ctx(&sc),
+            &ev("shellToolCall", Some(r#"{"command":"false"}"#), "failure", r#"{"exitCode":1,"stdout":"","stderr":""}"#),
+        );
+        assert!(c.is_error);
+        assert_eq!(c.headline, "$ false");
+        assert_eq!(c.content, "Command exited with code 1");
+        assert_eq!(c.pi_tool, "bash");
+    }
+
+    #[test]
+    fn rejected_shell_shows_reason_from_result_without_args() {
+        let sc = Scrubber::default();
+        let c = build_card(
+            &ctx(&sc),
+            &ev("shellToolCall", None, "rejected", r#"{"command":"rm -rf x","reason":"blocked by hook","isReadonly":false}"#),
+        );
+        assert!(c.is_error);
+        assert_eq!(c.headline, "$ rm -rf x");
+        assert_eq!(c.content, "Rejected: blocked by hook");
+    }
+
+    #[test]
+    fn edit_with_stream_content_is_a_neutral_card_with_numbered_diff() {
+        let sc = Scrubber::default();
+        let c = build_card(
+            &ctx(&sc),
+            &ev(
+                "editToolCall",
+                Some(r#"{"path":"/w/note.txt","streamContent":"hi"}"#),
+                "success",
+                r#"{"path":"/w/note.txt","linesAdded":1,"linesRemoved":0,"diffString":"--- /dev/null\n+++ b/w/note.txt\n@@ -1,0 +1 @@\n+hi"}"#,
+            ),
+        );
+        assert_eq!(c.pi_tool, "cursor");
+        assert_eq!(c.headline, "edit note.txt added 1 line, removed 0 lines");
+        assert_eq!(c.preview, vec![StyledLine { kind: LineKind::Added, text: "+1 hi".into() }]);
+        assert_eq!(c.args["activityTitle"], "Cursor edit");
+    }
+
+    #[test]
+    fn secrets_never_reach_the_card() {
+        let sc = Scrubber::new(Some("sk-live-123".into()));
+        let c = build_card(
+            &ctx(&sc),
+            &ev(
+                "shellToolCall",
+                Some(r#"{"command":"curl -H 'Authorization: Bearer abc.def' https://u:p@h/x?k=sk-live-123"}"#),
+                "success",
+                r#"{"exitCode":0,"stdout":"token=zzz sk-live-123"}"#,
+            ),
+        );
+        let all = serde_json::to_string(&c).unwrap();
+        for secret in ["abc.def", "u:p@", "sk-live-123", "zzz"] {
+            assert!(!all.contains(secret), "{secret} leaked: {all}");
+        }
+    }
+
+    #[test]
+    fn unknown_tools_get_a_bounded_generic_card() {
+        let sc = Scrubber::default();
+        let c = build_card(&ctx(&sc), &ev("getMcpToolsToolCall", Some(r#"{"pattern":"x"}"#), "success", r#"{"content":"list"}"#));
+        assert_eq!(c.title, "Cursor getMcpTools");
+        assert_eq!(c.pi_tool, "cursor");
+        assert!(c.content.contains("pattern: x"), "{}", c.content);
+        assert_eq!(c.details["variant"], "genericFallback");
+    }
+
+    #[test]
+    fn mcp_web_search_is_titled_and_summary_only() {
+        let sc = Scrubber::default();
+        let mut e = ev(
+            "mcpToolCall",
+            Some(r#"{"toolName":"WebSearch","args":{"query":"rust actors"}}"#),
+            "success",
+            r#"{"content":[{"text":{"text":"results"}}]}"#,
+        );
+        e.tool = e.tool.reclassified_for_mcp(Some("WebSearch"));
+        let c = build_card(&ctx(&sc), &e);
+        assert_eq!(c.headline, "Cursor web search rust actors");
+        assert!(c.preview.is_empty());
+        assert_eq!(c.content, "results");
+    }
+}

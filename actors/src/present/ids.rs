@@ -1,0 +1,39 @@
+//! Identifiers shown in outputs: call ids only as `sha256(call_id)` first 8 hex (a raw call id is
+//! never printed), and the short run label used in replay ids.
+
+use sha2::{Digest, Sha256};
+use toolstream_schemas::CallRef;
+
+/// First 8 hex digits of `sha256(s)`.
+pub fn hash8(s: &str) -> String {
+    let digest = Sha256::digest(s.as_bytes());
+    let mut out = String::with_capacity(8);
+    for b in &digest[..4] {
+        out.push(char::from_digit(u32::from(b >> 4), 16).unwrap_or('0'));
+        out.push(char::from_digit(u32::from(b & 0xf), 16).unwrap_or('0'));
+    }
+    out
+}
+
+/// How outputs refer to a call.
+pub fn call_ref(call_id: &str) -> CallRef {
+    CallRef { hash: hash8(call_id) }
+}
+
+/// `<hash8(session)>-<seq>`: short, stable, and unique per run within a session.
+pub fn run_label(session: &str, seq: u32) -> String {
+    format!("{}-{seq}", hash8(session))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hashes_are_sha256_prefixes() {
+        // sha256("abc") = ba7816bf…
+        assert_eq!(hash8("abc"), "ba7816bf");
+        assert_eq!(call_ref("abc").hash, "ba7816bf");
+        assert_eq!(run_label("abc", 2), "ba7816bf-2");
+    }
+}

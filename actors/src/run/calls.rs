@@ -1,0 +1,182 @@
+//! The call table of one run (SPEC §5.2): started calls keyed by call id, completion matching by
+//! id or by `(tool, args)` fingerprint, and deduplication of calls reported twice.
+
+use std::collections::hash_map::DefaultHasher;
+use std::collections::HashSet;
+use std::hash::{Hash, Hasher};
+
+use toolstream_schemas::{RawJson, Tool, ToolEvent, ToolKind};
+
+/// A call that started and has not completed yet.
+#[derive(Debug)]
+pub struct StartedCall {
+    pub call_id: String,
+    pub tool: Tool,
+    pub args: Option<RawJson>,
+    /// Fingerprint of `(tool, args)`; `None` without args.
+    pub fingerprint: Option<u64>,
+    /// Event time of the start.
+    pub started_event_ms: u64,
+    /// Tool-clock start time, when reported.
+    pub started_at_ms: Option<u64>,
+}
+
+/// What a completion turned out to be.
+#[derive(Debug)]
+pub enum Completion {
+    /// It completes this started call.
+    Matched(StartedCall),
+    /// No started call matched: a completion without a start (hooks), rendered from what it has.
+    Unmatched,
+    /// The same call was already rendered: drop it.
+    Duplicate(&'static str),
+}
+
+#[derive(Debug, Default)]
+pub struct CallTable {
+    started: Vec<StartedCall>,
+    completed_ids: HashSet<String>,
+    /// Display fingerprints `(tool, args, result)` of id-less completions.
+    completed_idless: HashSet<u64>,
+}
+
+pub fn fingerprint(tool: &Tool, args: Option<&RawJson>) -> Option<u64> {
+    let args = args?;
+    let mut h = DefaultHasher::new();
+    tool.name().hash(&mut h);
+    args.get().hash(&mut h);
+    Some(h.finish())
+}
+
+fn display_fingerprint(ev: &ToolEvent) -> u64 {
+    let mut h = DefaultHasher::new();
+    ev.tool.name().hash(&mut h);
+    ev.args.as_ref().map(|a| a.get()).hash(&mut h);
+    if let Some(r) = &ev.result {
+        r.status.as_str().hash(&mut h);
+        r.value.get().hash(&mut h);
+    }
+    h.finish()
+}
+
+impl CallTable {
+    /// Record a start. A repeated start of the same id replaces the earlier one (its args may have
+    /// filled in); a start of an id that already completed is ignored. Returns whether it is new.
+    pub fn start(&mut self, ev: &ToolEvent, event_ms: u64) -> bool {
+        if !ev.call_id.is_empty() && self.completed_ids.contains(&ev.call_id) {
+            return false;
+        }
+        let call = StartedCall {
+            call_id: ev.call_id.clone(),
+            tool: ev.tool.clone(),
+            args: ev.args.clone(),
+            fingerprint: fingerprint(&ev.tool, ev.args.as_ref()),
+            started_event_ms: event_ms,
+            started_at_ms: ev.started_at_ms,
+        };
+        if !ev.call_id.is_empty() {
+            if let Some(existing) = self.started.iter_mut().find(|c| c.call_id == ev.call_id) {
+                if call.args.is_some() {
+                    *existing = call;
+                }
+                return false;
+            }
+        }
+        self.started.push(call);
+        true
+    }
+
+    /// Match a completion to its start (SPEC §5.2).
+    pub fn complete(&mut self, ev: &ToolEvent) -> Completion {
+        if !ev.call_id.is_empty() {
+            if self.completed_ids.contains(&ev.call_id) {
+                return Completion::Duplicate("repeated call id");
+            }
+            self.completed_ids.insert(ev.call_id.clone());
+            if let Some(i) = self.started.iter().position(|c| c.call_id == ev.call_id) {
+                return Completion::Matched(self.started.remove(i));
+            }
+        } else if !self.completed_idless.insert(display_fingerprint(ev)) {
+            return Completion::Duplicate("same tool, args and result without a call id");
+        }
+        // Unknown id: the first still-started call with the same fingerprint; for shells only when
+        // exactly one started shell has it (identical concurrent shells are never joined).
+        let Some(fp) = fingerprint(&ev.tool, ev.args.as_ref()) else {
+            return Completion::Unmatched;
+        };
+        let mut same = self.started.iter().enumerate().filter(|(_, c)| c.fingerprint == Some(fp));
+        let Some((first, _)) = same.next() else {
+            return Completion::Unmatched;
+        };
+        if ev.tool == Tool::Known(ToolKind::Shell) && same.next().is_some() {
+            return Completion::Unmatched;
+        }
+        Completion::Matched(self.started.remove(first))
+    }
+
+    /// Calls still started, in start order (for run end).
+    pub fn drain_started(&mut self) -> Vec<StartedCall> {
+        std::mem::take(&mut self.started)
+    }
+
+    pub fn started_len(&self) -> usize {
+        self.started.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::value::RawValue;
+
+    fn ev(id: &str, tool: ToolKind, args: Option<&str>) -> ToolEvent {
+        ToolEvent {
+            call_id: id.into(),
+            tool: Tool::Known(tool),
+            wire_name: String::new(),
+            args: args.map(|a| RawValue::from_string(a.into()).unwrap()),
+            result: None,
+            model_call_id: None,
+            started_at_ms: None,
+            completed_at_ms: None,
+            extra: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn matches_by_id_then_dedupes() {
+        let mut t = CallTable::default();
+        assert!(t.start(&ev("a", ToolKind::Read, Some(r#"{"path":"x"}"#)), 0));
+        assert!(matches!(t.complete(&ev("a", ToolKind::Read, None)), Completion::Matched(c) if c.args.is_some()));
+        assert!(matches!(t.complete(&ev("a", ToolKind::Read, None)), Completion::Duplicate(_)));
+        // A late start of a completed id is ignored.
+        assert!(!t.start(&ev("a", ToolKind::Read, None), 0));
+        assert_eq!(t.started_len(), 0);
+    }
+
+    #[test]
+    fn unknown_id_matches_by_fingerprint() {
+        let mut t = CallTable::default();
+        t.start(&ev("a", ToolKind::Grep, Some(r#"{"pattern":"p"}"#)), 0);
+        assert!(matches!(t.complete(&ev("zz", ToolKind::Grep, Some(r#"{"pattern":"p"}"#))), Completion::Matched(c) if c.call_id == "a"));
+    }
+
+    #[test]
+    fn identical_concurrent_shells_are_never_joined() {
+        let mut t = CallTable::default();
+        t.start(&ev("a", ToolKind::Shell, Some(r#"{"command":"date"}"#)), 0);
+        t.start(&ev("b", ToolKind::Shell, Some(r#"{"command":"date"}"#)), 0);
+        assert!(matches!(t.complete(&ev("", ToolKind::Shell, Some(r#"{"command":"date"}"#))), Completion::Unmatched));
+        // By id both still complete, and render twice.
+        assert!(matches!(t.complete(&ev("a", ToolKind::Shell, None)), Completion::Matched(_)));
+        assert!(matches!(t.complete(&ev("b", ToolKind::Shell, None)), Completion::Matched(_)));
+    }
+
+    #[test]
+    fn idless_reports_dedupe_by_display_fingerprint() {
+        let mut t = CallTable::default();
+        let e = ev("", ToolKind::Ls, Some(r#"{"path":"."}"#));
+        assert!(matches!(t.complete(&e), Completion::Unmatched));
+        assert!(matches!(t.complete(&e), Completion::Duplicate(_)));
+    }
+}

@@ -1,0 +1,211 @@
+//! The `toolstream` command line (clap): argument definitions and dispatch to each command.
+
+mod replay;
+mod stats;
+
+use std::path::PathBuf;
+use std::str::FromStr;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+use crate::decode::framing::DEFAULT_MAX_LINE_BYTES;
+use crate::decode::Format;
+use crate::pipeline::PipelineOptions;
+
+/// Ingest Cursor agent event streams and deliver them — ordered, deduplicated, scrubbed and
+/// bounded — to sinks such as terminal cards.
+#[derive(Debug, Parser)]
+#[command(name = "toolstream", version, propagate_version = true)]
+#[command(after_help = "Feed it a live run:\n  cursor-agent -p --output-format stream-json --stream-partial-output \"…\" | toolstream replay -\n\nSee `toolstream <command> --help` for each command.")]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Replay recorded (or piped) Cursor streams to sinks; terminal cards by default.
+    ///
+    /// Reads Cursor CLI `stream-json` lines or `@cursor/sdk` recordings (detected per file).
+    /// Bad lines are reported on stderr with their line number and byte offset, and replay goes
+    /// on (or stops, with --strict). Runs that end without a `result` line are closed as failed.
+    /// Exit status: 0 when everything decoded, 1 when any line could not be decoded or a sink
+    /// failed, 2 on usage or read errors.
+    Replay(ReplayArgs),
+    /// Count what a stream holds: lines, runs, calls per canonical tool, unknown tool kinds and
+    /// decode errors.
+    Stats(StatsArgs),
+}
+
+/// Options shared by every command that reads streams.
+#[derive(Debug, Args)]
+pub struct InputArgs {
+    /// Input format; `auto` detects it from each file's first line.
+    #[arg(long, value_enum, default_value_t = FormatArg::Auto)]
+    pub format: FormatArg,
+    /// Stop at the first line that cannot be decoded.
+    #[arg(long)]
+    pub strict: bool,
+    /// Longest line accepted, in bytes (suffixes K, M, G; e.g. 16M); longer lines are skipped and
+    /// reported.
+    #[arg(long, value_name = "SIZE", default_value_t = ByteSize(DEFAULT_MAX_LINE_BYTES as u64))]
+    pub max_line_bytes: ByteSize,
+}
+
+impl InputArgs {
+    pub fn pipeline_options(&self) -> PipelineOptions {
+        PipelineOptions {
+            strict: self.strict,
+            format: self.format.format(),
+            max_line_bytes: usize::try_from(self.max_line_bytes.0).unwrap_or(usize::MAX),
+            ..PipelineOptions::default()
+        }
+    }
+}
+
+#[derive(Debug, Args)]
+pub struct ReplayArgs {
+    /// Files to replay, in order; `-` (or nothing) reads standard input.
+    #[arg(value_name = "FILE")]
+    pub files: Vec<PathBuf>,
+    /// Where to deliver the stream (repeatable). Available: `cards` (terminal cards, the default).
+    #[arg(long = "sink", value_name = "SPEC")]
+    pub sinks: Vec<SinkSpec>,
+    /// Show full card bodies and diffs instead of collapsed previews.
+    #[arg(long)]
+    pub expanded: bool,
+    /// Colour: `auto` colours only when stdout is a terminal (and NO_COLOR is unset).
+    #[arg(long, value_enum, default_value_t = ColorArg::Auto)]
+    pub color: ColorArg,
+    #[command(flatten)]
+    pub input: InputArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct StatsArgs {
+    /// Files to read; `-` reads standard input.
+    #[arg(value_name = "FILE", required = true)]
+    pub files: Vec<PathBuf>,
+    /// Print one JSON object instead of a table.
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub input: InputArgs,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum FormatArg {
+    Auto,
+    CursorCli,
+    CursorSdk,
+}
+
+impl FormatArg {
+    fn format(self) -> Option<Format> {
+        match self {
+            FormatArg::Auto => None,
+            FormatArg::CursorCli => Some(Format::CursorCli),
+            FormatArg::CursorSdk => Some(Format::CursorSdk),
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ColorArg {
+    Auto,
+    Always,
+    Never,
+}
+
+/// A sink selected on the command line.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SinkSpec {
+    Cards,
+}
+
+impl FromStr for SinkSpec {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let (name, arg) = match s.split_once('=') {
+            Some((n, a)) => (n, Some(a)),
+            None => (s, None),
+        };
+        match (name, arg) {
+            ("cards", None) => Ok(SinkSpec::Cards),
+            ("cards", Some(_)) => Err("`cards` takes no argument (it writes to stdout)".into()),
+            _ => Err(format!("unknown sink `{name}`; available: cards")),
+        }
+    }
+}
+
+/// A byte count with an optional K/M/G suffix (powers of 1024).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ByteSize(pub u64);
+
+impl FromStr for ByteSize {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let t = s.trim();
+        let upper = t.to_ascii_uppercase();
+        let digits = upper.trim_end_matches("IB").trim_end_matches('B');
+        let (num, mult) = match digits.chars().last() {
+            Some('K') => (&digits[..digits.len() - 1], 1u64 << 10),
+            Some('M') => (&digits[..digits.len() - 1], 1 << 20),
+            Some('G') => (&digits[..digits.len() - 1], 1 << 30),
+            _ => (digits, 1),
+        };
+        let n: u64 = num.trim().parse().map_err(|_| format!("`{s}` is not a size like 512K, 16M or 1G"))?;
+        n.checked_mul(mult).filter(|v| *v > 0).map(ByteSize).ok_or_else(|| format!("`{s}` is out of range"))
+    }
+}
+
+impl std::fmt::Display for ByteSize {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let n = self.0;
+        if n % (1 << 20) == 0 {
+            write!(f, "{}M", n >> 20)
+        } else if n % (1 << 10) == 0 {
+            write!(f, "{}K", n >> 10)
+        } else {
+            write!(f, "{n}")
+        }
+    }
+}
+
+/// Run the parsed command; returns the process exit code.
+pub fn run(cli: Cli) -> anyhow::Result<i32> {
+    match cli.command {
+        Command::Replay(args) => replay::run(args),
+        Command::Stats(args) => stats::run(args),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn byte_sizes() {
+        assert_eq!("16M".parse::<ByteSize>(), Ok(ByteSize(16 << 20)));
+        assert_eq!("512k".parse::<ByteSize>(), Ok(ByteSize(512 << 10)));
+        assert_eq!("1GiB".parse::<ByteSize>(), Ok(ByteSize(1 << 30)));
+        assert_eq!("100".parse::<ByteSize>(), Ok(ByteSize(100)));
+        assert!("x".parse::<ByteSize>().is_err());
+        assert!("0".parse::<ByteSize>().is_err());
+        assert_eq!(ByteSize(16 << 20).to_string(), "16M");
+    }
+
+    #[test]
+    fn sink_specs() {
+        assert_eq!("cards".parse::<SinkSpec>(), Ok(SinkSpec::Cards));
+        assert!("nope".parse::<SinkSpec>().unwrap_err().contains("available"));
+    }
+
+    #[test]
+    fn cli_is_well_formed() {
+        use clap::CommandFactory;
+        Cli::command().debug_assert();
+    }
+}

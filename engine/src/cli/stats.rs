@@ -1,0 +1,64 @@
+//! `toolstream stats`: count lines, runs, calls per canonical tool, unknown tool kinds and decode
+//! errors, as a table or one JSON object.
+
+use std::path::PathBuf;
+
+use toolstream_actors::run::CoordinatorConfig;
+
+use super::StatsArgs;
+use crate::pipeline::{Pipeline, PipelineError, Stats};
+use crate::source::Source;
+
+pub fn run(args: StatsArgs) -> anyhow::Result<i32> {
+    let mut pipeline = Pipeline::new(args.input.pipeline_options(), CoordinatorConfig::default(), Vec::new());
+    let mut code = 0;
+    for file in &args.files {
+        let source = Source::from_arg(file);
+        let mut quiet = |_: &crate::decode::DecodeError| {};
+        match pipeline.run_source(&source, &mut quiet) {
+            Ok(()) => {}
+            Err(e @ PipelineError::Read { .. }) => {
+                eprintln!("toolstream: {e}");
+                code = 2;
+            }
+            Err(e @ PipelineError::Strict(_)) => {
+                eprintln!("toolstream: {e}");
+                code = 1;
+                break;
+            }
+        }
+    }
+    let stats = pipeline.finish();
+    if args.json {
+        println!("{}", serde_json::to_string(&stats)?);
+    } else {
+        print!("{}", table(&stats, &args.files));
+    }
+    Ok(code)
+}
+
+fn table(s: &Stats, files: &[PathBuf]) -> String {
+    let mut out = String::new();
+    let mut row = |k: &str, v: String| out.push_str(&format!("{k:<16} {v}\n"));
+    row("files", files.len().to_string());
+    row("lines", s.lines.to_string());
+    row("bytes", s.bytes.to_string());
+    row("runs", s.runs.to_string());
+    row("calls", s.calls.to_string());
+    for (tool, n) in &s.calls_by_tool {
+        row(&format!("  {tool}"), n.to_string());
+    }
+    row("error cards", s.error_cards.to_string());
+    row("incomplete", s.incomplete_calls.to_string());
+    let unknown = if s.unknown_tools.is_empty() {
+        "none".to_owned()
+    } else {
+        s.unknown_tools.iter().map(|(k, v)| format!("{k} ({v})")).collect::<Vec<_>>().join(", ")
+    };
+    row("unknown tools", unknown);
+    row("decode errors", s.decode_errors.to_string());
+    for e in &s.decode_error_samples {
+        out.push_str(&format!("  {e}\n"));
+    }
+    out
+}

@@ -1,0 +1,257 @@
+//! Decoding of Cursor CLI `stream-json` lines (SPEC §1.1) into canonical input events.
+
+use std::sync::Arc;
+
+use serde::Deserialize;
+use serde_json::value::RawValue;
+use toolstream_schemas::cursor_cli::line::{
+    ContentBlock, Line, MessageBody, ResultObject, Str, ToolCallObject, ToolPayload,
+};
+use toolstream_schemas::{
+    Input, InputEvent, Int, ResultStatus, RunEnd, RunStart, RunStatus, SegmentKind, SourcePos, TokenUsage, Tool,
+    ToolEvent, ToolKind, ToolResult, UnknownFields,
+};
+
+use super::raw_object;
+
+/// Decodes stream-json lines; keeps the last session id interned so lines share one `Arc`.
+#[derive(Debug, Default)]
+pub struct CliDecoder {
+    session: Option<Arc<str>>,
+}
+
+impl CliDecoder {
+    /// Decode one line (already known to be valid UTF-8 and non-blank) into `out`.
+    pub fn decode(&mut self, text: &str, pos: SourcePos, out: &mut Vec<InputEvent>) -> Result<(), String> {
+        let line = Line::parse(text).map_err(|e| e.to_string())?;
+        let session = self.intern(line.session_id.as_deref().unwrap_or(""));
+        let at_ms = line.timestamp_ms.and_then(Int::as_u64);
+        let mut push = |kind: Input| out.push(InputEvent { session: session.clone(), at_ms, pos, kind });
+        let sub = line.subtype.as_deref().unwrap_or("");
+
+        match (line.kind.as_ref(), sub) {
+            ("system", "init") => {
+                // Unknown init fields travel inside RunStart.
+                push(Input::RunStarted(RunStart {
+                    cwd: rest_str(&line, "cwd"),
+                    model: rest_str(&line, "model"),
+                    prompt: None,
+                    extra: unknown(&line, &["cwd", "model", "apiKeySource", "permissionMode"]),
+                }));
+                return Ok(());
+            }
+            ("user", _) => {
+                let text = message_text(&line)?;
+                push(Input::UserPrompt { text });
+            }
+            ("thinking", "delta") => push(Input::ThinkingDelta {
+                text: line.text.as_deref().unwrap_or("").to_owned(),
+            }),
+            ("thinking", "completed") => push(Input::ThinkingCompleted { duration_ms: None }),
+            ("assistant", _) => {
+                let body = match line.message {
+                    Some(m) => MessageBody::parse(m).map_err(|e| format!("assistant message: {e}"))?,
+                    None => return Err("assistant line without `message`".into()),
+                };
+                for block in body.content {
+                    match block {
+                        ContentBlock::Text(t) => {
+                            let text = t.into_owned();
+                            push(if line.model_call_id.is_some() {
+                                Input::TextSegment { kind: SegmentKind::Consolidated, text }
+                            } else if line.timestamp_ms.is_some() {
+                                Input::TextDelta { text }
+                            } else {
+                                Input::TextSegment { kind: SegmentKind::Final, text }
+                            });
+                        }
+                        ContentBlock::Other(raw) => push(Input::Raw {
+                            what: "assistant/content".into(),
+                            value: raw.to_owned(),
+                        }),
+                    }
+                }
+            }
+            ("tool_call", "started" | "completed") => {
+                let Some(raw) = line.tool_call else {
+                    return Err("tool_call line without `tool_call`".into());
+                };
+                let ev = tool_event(&line, raw)?;
+                push(match sub {
+                    "started" => Input::ToolStarted(Box::new(ev)),
+                    _ => Input::ToolCompleted(Box::new(ev)),
+                });
+            }
+            ("result", _) => {
+                // Unknown result fields travel inside RunEnd.
+                let known = ["duration_ms", "duration_api_ms", "is_error", "result", "request_id", "usage"];
+                push(Input::RunEnded(run_end(&line, sub, &known)?));
+                return Ok(());
+            }
+            (kind, sub) => {
+                // Unknown or pass-through lines (interaction_query, task_notification, …): whole line, raw.
+                let what = if sub.is_empty() { kind.to_owned() } else { format!("{kind}/{sub}") };
+                let value = RawValue::from_string(text.to_owned()).map_err(|e| e.to_string())?;
+                push(Input::Raw { what, value });
+                return Ok(());
+            }
+        }
+        // Keys the line type does not define are carried through as unknown fields.
+        let extra = unknown(&line, &[]);
+        if !extra.is_empty() {
+            let what = format!("unknown-fields:{}", line.kind);
+            push(Input::Raw { what, value: raw_object(&extra)? });
+        }
+        Ok(())
+    }
+
+    fn intern(&mut self, s: &str) -> Arc<str> {
+        match &self.session {
+            Some(a) if &**a == s => a.clone(),
+            _ => {
+                let a: Arc<str> = Arc::from(s);
+                self.session = Some(a.clone());
+                a
+            }
+        }
+    }
+}
+
+fn rest_str(line: &Line<'_>, key: &str) -> Option<String> {
+    let raw = line.rest_get(key)?;
+    serde_json::from_str::<Option<String>>(raw.get()).ok().flatten()
+}
+
+fn unknown(line: &Line<'_>, known: &[&str]) -> UnknownFields {
+    line.rest
+        .iter()
+        .filter(|(k, _)| !known.contains(&k.as_ref()))
+        .map(|(k, v)| (k.to_string(), (*v).to_owned()))
+        .collect()
+}
+
+fn message_text(line: &Line<'_>) -> Result<String, String> {
+    let Some(m) = line.message else {
+        return Ok(String::new());
+    };
+    let body = MessageBody::parse(m).map_err(|e| format!("user message: {e}"))?;
+    let mut text = String::new();
+    for block in body.content {
+        if let ContentBlock::Text(t) = block {
+            text.push_str(&t);
+        }
+    }
+    Ok(text)
+}
+
+fn tool_event(line: &Line<'_>, raw: &RawValue) -> Result<ToolEvent, String> {
+    let tc = ToolCallObject::parse(raw).map_err(|e| format!("tool_call: {e}"))?;
+    let (Some(key), Some(payload)) = (tc.key, tc.payload) else {
+        return Err("tool_call has no `<name>ToolCall` key".into());
+    };
+    let payload = ToolPayload::parse(payload).map_err(|e| format!("{key}: {e}"))?;
+    let mut tool = Tool::from_cli_key(&key);
+    if tool == Tool::Known(ToolKind::Mcp) {
+        tool = tool.reclassified_for_mcp(mcp_tool_name(payload.args).as_deref());
+    }
+    let result = match payload.result {
+        Some(r) => Some(tool_result(r).map_err(|e| format!("{key}.result: {e}"))?),
+        None => None,
+    };
+    let call_id = line
+        .call_id
+        .as_deref()
+        .or(tc.tool_call_id.as_deref())
+        .unwrap_or("")
+        .to_owned();
+    let mut extra: UnknownFields = tc.rest.iter().map(|(k, v)| (k.to_string(), (*v).to_owned())).collect();
+    extra.extend(payload.rest.iter().map(|(k, v)| (format!("{key}.{k}"), (*v).to_owned())));
+    Ok(ToolEvent {
+        call_id,
+        tool,
+        wire_name: key.into_owned(),
+        args: payload.args.map(|a| a.to_owned()),
+        result,
+        model_call_id: line.model_call_id.as_deref().map(str::to_owned),
+        started_at_ms: tc.started_at_ms.and_then(Int::as_u64),
+        completed_at_ms: tc.completed_at_ms.and_then(Int::as_u64),
+        extra,
+    })
+}
+
+/// `args.toolName` (or `tool_name`) of an MCP call, for web search/fetch reclassification.
+fn mcp_tool_name(args: Option<&RawValue>) -> Option<String> {
+    #[derive(Deserialize)]
+    struct McpName<'a> {
+        #[serde(rename = "toolName", borrow)]
+        tool_name_camel: Option<Str<'a>>,
+        #[serde(rename = "tool_name", borrow)]
+        tool_name_snake: Option<Str<'a>>,
+    }
+    let parsed: McpName<'_> = serde_json::from_str(args?.get()).ok()?;
+    parsed.tool_name_camel.or(parsed.tool_name_snake).map(Str::into_owned)
+}
+
+fn tool_result(raw: &RawValue) -> Result<ToolResult, serde_json::Error> {
+    let r = ResultObject::parse(raw)?;
+    let extra = r.rest.iter().map(|(k, v)| (k.to_string(), (*v).to_owned())).collect();
+    Ok(match r.arm {
+        Some((k, v)) => ToolResult { status: ResultStatus::from_key(&k), value: v.to_owned(), extra },
+        None => ToolResult { status: ResultStatus::Other("unknown".into()), value: raw.to_owned(), extra },
+    })
+}
+
+/// `result.usage`: every count optional, numbers or strings.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct WireUsage {
+    input_tokens: Option<Int>,
+    output_tokens: Option<Int>,
+    cache_read_tokens: Option<Int>,
+    cache_write_tokens: Option<Int>,
+    reasoning_tokens: Option<Int>,
+}
+
+impl WireUsage {
+    fn into_usage(self) -> TokenUsage {
+        let n = |v: Option<Int>| v.and_then(Int::as_u64).unwrap_or(0);
+        TokenUsage {
+            input_tokens: n(self.input_tokens),
+            output_tokens: n(self.output_tokens),
+            cache_read_tokens: n(self.cache_read_tokens),
+            cache_write_tokens: n(self.cache_write_tokens),
+            reasoning_tokens: self.reasoning_tokens.and_then(Int::as_u64),
+        }
+    }
+}
+
+fn run_end(line: &Line<'_>, sub: &str, known: &[&str]) -> Result<RunEnd, String> {
+    let get = |k: &str| line.rest_get(k).map(RawValue::get);
+    let is_error = match get("is_error") {
+        Some(v) => serde_json::from_str::<Option<bool>>(v).map_err(|e| format!("is_error: {e}"))?,
+        None => None,
+    }
+    .unwrap_or(false);
+    let result_text = rest_str(line, "result");
+    let usage = match get("usage") {
+        Some(v) => serde_json::from_str::<Option<WireUsage>>(v)
+            .map_err(|e| format!("usage: {e}"))?
+            .map(WireUsage::into_usage),
+        None => None,
+    };
+    let duration_ms = match get("duration_ms") {
+        Some(v) => serde_json::from_str::<Option<Int>>(v).map_err(|e| format!("duration_ms: {e}"))?,
+        None => None,
+    }
+    .and_then(Int::as_u64);
+    let failed = is_error || (sub != "success" && !sub.is_empty());
+    let (status, error) = if failed {
+        let msg = result_text.clone().filter(|t| !t.trim().is_empty()).unwrap_or_else(|| {
+            if sub.is_empty() { "run failed".to_owned() } else { format!("run ended with {sub}") }
+        });
+        (RunStatus::Error, Some(msg))
+    } else {
+        (RunStatus::Finished, None)
+    };
+    Ok(RunEnd { status, result_text, usage, error, duration_ms, extra: unknown(line, known) })
+}

@@ -1,0 +1,235 @@
+//! Decoding: NDJSON framing, per-file format detection (Cursor CLI `stream-json` or the
+//! `@cursor/sdk` recording format) and decoding of each line into canonical input events. A bad
+//! line becomes a [`DecodeError`] with its line number and byte offset; decoding goes on.
+
+pub mod cli;
+pub mod framing;
+pub mod sdk;
+
+use std::sync::Arc;
+
+use serde::de::IgnoredAny;
+use serde::Deserialize;
+use serde_json::value::RawValue;
+use toolstream_schemas::{InputEvent, RawJson, SourcePos, UnknownFields};
+
+use self::framing::Frame;
+
+/// The two line formats toolstream reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    /// Cursor CLI `--output-format stream-json`.
+    CursorCli,
+    /// toolstream's `@cursor/sdk` recording format (`{"at_ms":…,"delta"|"step"|"wait"|"start":…}`).
+    CursorSdk,
+}
+
+impl Format {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Format::CursorCli => "cursor-cli",
+            Format::CursorSdk => "cursor-sdk",
+        }
+    }
+}
+
+/// A line that could not be decoded (SPEC §1).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{source_name}:{line_no}: {reason} (byte offset {byte_offset})")]
+pub struct DecodeError {
+    pub source_name: Arc<str>,
+    pub line_no: u64,
+    pub byte_offset: u64,
+    pub reason: String,
+}
+
+/// Decodes the lines of one source.
+#[derive(Debug)]
+pub struct Decoder {
+    source_name: Arc<str>,
+    format: Option<Format>,
+    cli: cli::CliDecoder,
+    sdk: sdk::SdkDecoder,
+    max_line: usize,
+}
+
+impl Decoder {
+    /// A decoder for one source; `format: None` detects the format from the first decodable line.
+    pub fn new(source_name: impl Into<Arc<str>>, format: Option<Format>) -> Self {
+        Decoder {
+            source_name: source_name.into(),
+            format,
+            cli: cli::CliDecoder::default(),
+            sdk: sdk::SdkDecoder::default(),
+            max_line: framing::DEFAULT_MAX_LINE_BYTES,
+        }
+    }
+
+    /// Tell the decoder the framing bound (used in the "line too long" message).
+    pub fn set_max_line(&mut self, max: usize) {
+        self.max_line = max;
+    }
+
+    pub fn source_name(&self) -> &Arc<str> {
+        &self.source_name
+    }
+
+    /// The detected (or forced) format, once known.
+    pub fn format(&self) -> Option<Format> {
+        self.format
+    }
+
+    /// Decode one frame, appending events to `out`. Blank lines decode to nothing.
+    pub fn decode_frame(&mut self, frame: Frame<'_>, out: &mut Vec<InputEvent>) -> Result<(), DecodeError> {
+        match frame {
+            Frame::TooLong { line_no, offset, len } => Err(self.error(
+                line_no,
+                offset,
+                format!("line too long: {len} bytes exceeds the {} byte limit; skipped", self.max_line),
+            )),
+            Frame::Line { line_no, offset, bytes } => {
+                let pos = SourcePos { line: line_no, offset };
+                let text = std::str::from_utf8(bytes).map_err(|e| {
+                    self.error(line_no, offset, format!("invalid UTF-8 at byte {} of the line", e.valid_up_to()))
+                })?;
+                if text.trim().is_empty() {
+                    return Ok(());
+                }
+                let mark = out.len();
+                match self.decode_text(text, pos, out) {
+                    Ok(()) => Ok(()),
+                    Err(reason) if reason.contains("surrogate") => {
+                        // JavaScript may write lone UTF-16 surrogates as escapes; decode them as U+FFFD.
+                        out.truncate(mark);
+                        let fixed = replace_lone_surrogates(text);
+                        self.decode_text(&fixed, pos, out).map_err(|r| self.error(line_no, offset, r))
+                    }
+                    Err(reason) => {
+                        out.truncate(mark);
+                        Err(self.error(line_no, offset, reason))
+                    }
+                }
+            }
+        }
+    }
+
+    fn decode_text(&mut self, text: &str, pos: SourcePos, out: &mut Vec<InputEvent>) -> Result<(), String> {
+        let format = match self.format {
+            Some(f) => f,
+            None => {
+                let f = detect(text)?;
+                self.format = Some(f);
+                f
+            }
+        };
+        match format {
+            Format::CursorCli => self.cli.decode(text, pos, out),
+            Format::CursorSdk => self.sdk.decode(text, pos, out),
+        }
+    }
+
+    fn error(&self, line_no: u64, byte_offset: u64, reason: String) -> DecodeError {
+        DecodeError { source_name: self.source_name.clone(), line_no, byte_offset, reason }
+    }
+}
+
+/// Decide the format from one line: CLI lines have a `type`; SDK records have `at_ms` or one of
+/// `delta|step|wait|start`.
+fn detect(text: &str) -> Result<Format, String> {
+    #[derive(Deserialize)]
+    struct Probe {
+        #[serde(rename = "type")]
+        kind: Option<IgnoredAny>,
+        at_ms: Option<IgnoredAny>,
+        delta: Option<IgnoredAny>,
+        step: Option<IgnoredAny>,
+        wait: Option<IgnoredAny>,
+        start: Option<IgnoredAny>,
+    }
+    let p: Probe = serde_json::from_str(text).map_err(|e| e.to_string())?;
+    if p.kind.is_some() {
+        Ok(Format::CursorCli)
+    } else if p.at_ms.is_some() || p.delta.is_some() || p.step.is_some() || p.wait.is_some() || p.start.is_some() {
+        Ok(Format::CursorSdk)
+    } else {
+        Err("unrecognised line: neither a stream-json line (no `type`) nor an SDK record".into())
+    }
+}
+
+/// A JSON object of the given fields, verbatim.
+pub(crate) fn raw_object(fields: &UnknownFields) -> Result<RawJson, String> {
+    let mut s = String::from("{");
+    for (i, (k, v)) in fields.iter().enumerate() {
+        if i > 0 {
+            s.push(',');
+        }
+        s.push_str(&serde_json::to_string(k).map_err(|e| e.to_string())?);
+        s.push(':');
+        s.push_str(v.get());
+    }
+    s.push('}');
+    RawValue::from_string(s).map_err(|e| e.to_string())
+}
+
+/// Replace `\uXXXX` escapes of unpaired UTF-16 surrogates with `\uFFFD`.
+fn replace_lone_surrogates(text: &str) -> String {
+    let b = text.as_bytes();
+    let mut out = String::with_capacity(text.len());
+    let mut last = 0;
+    let mut i = 0;
+    let hex = |at: usize| -> Option<u16> {
+        let s = text.get(at..at + 4)?;
+        u16::from_str_radix(s, 16).ok()
+    };
+    while i + 1 < b.len() {
+        if b[i] != b'\\' {
+            i += 1;
+            continue;
+        }
+        if b[i + 1] != b'u' {
+            i += 2; // any other escape, including `\\`
+            continue;
+        }
+        let Some(u) = hex(i + 2) else {
+            i += 2;
+            continue;
+        };
+        let is_high = (0xD800..0xDC00).contains(&u);
+        let is_low = (0xDC00..0xE000).contains(&u);
+        let paired = is_high && b.get(i + 6) == Some(&b'\\') && b.get(i + 7) == Some(&b'u')
+            && hex(i + 8).is_some_and(|l| (0xDC00..0xE000).contains(&l));
+        if paired {
+            i += 12;
+        } else if is_high || is_low {
+            out.push_str(&text[last..i]);
+            out.push_str("\\uFFFD");
+            i += 6;
+            last = i;
+        } else {
+            i += 6;
+        }
+    }
+    out.push_str(&text[last..]);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lone_surrogates_become_replacement_chars() {
+        assert_eq!(replace_lone_surrogates(r#"{"t":"a\ud800b"}"#), r#"{"t":"a\uFFFDb"}"#);
+        assert_eq!(replace_lone_surrogates(r#"{"t":"\udc00"}"#), r#"{"t":"\uFFFD"}"#);
+        assert_eq!(replace_lone_surrogates(r#"{"t":"\ud83d\ude00"}"#), r#"{"t":"\ud83d\ude00"}"#);
+        assert_eq!(replace_lone_surrogates(r#"{"t":"\\ud800"}"#), r#"{"t":"\\ud800"}"#);
+    }
+
+    #[test]
+    fn detects_formats() {
+        assert_eq!(detect(r#"{"type":"system"}"#), Ok(Format::CursorCli));
+        assert_eq!(detect(r#"{"at_ms":1,"delta":{}}"#), Ok(Format::CursorSdk));
+        assert!(detect(r#"{"x":1}"#).is_err());
+        assert!(detect("not json").is_err());
+    }
+}

@@ -107,15 +107,9 @@ impl Pipeline {
 
     /// Read one source to its end. Decode errors are passed to `on_error` and counted; runs still
     /// open at the source's end are closed as failed (`missing result`).
-    pub fn run_source(
-        &mut self,
-        source: &Source,
-        on_error: &mut dyn FnMut(&DecodeError),
-    ) -> Result<(), PipelineError> {
+    pub fn run_source(&mut self, source: &Source, on_error: &mut dyn FnMut(&DecodeError)) -> Result<(), PipelineError> {
         let name = source.name();
-        let reader = source
-            .open()
-            .map_err(|error| PipelineError::Read { source_name: name.clone(), error })?;
+        let reader = source.open().map_err(|error| PipelineError::Read { source_name: name.clone(), error })?;
         let mut lines = LineReader::with_max_line(reader, self.opts.max_line_bytes);
         let mut decoder = Decoder::new(name.clone(), self.opts.format);
         decoder.set_max_line(self.opts.max_line_bytes);

@@ -70,11 +70,7 @@ pub fn parse_record(line: &str) -> Result<SdkRecord, serde_json::Error> {
     } else {
         SdkRecordBody::Unknown
     };
-    Ok(SdkRecord {
-        at_ms,
-        body,
-        extra: obj,
-    })
+    Ok(SdkRecord { at_ms, body, extra: obj })
 }
 
 /// Milliseconds from a JSON number (possibly fractional) or a decimal string.
@@ -84,9 +80,7 @@ fn millis(v: &Value) -> Option<u64> {
         Value::String(s) => s.trim(),
         _ => return None,
     };
-    f.parse::<u64>()
-        .ok()
-        .or_else(|| f.parse::<f64>().ok().and_then(whole_ms))
+    f.parse::<u64>().ok().or_else(|| f.parse::<f64>().ok().and_then(whole_ms))
 }
 
 fn whole_ms(f: f64) -> Option<u64> {
@@ -298,11 +292,7 @@ pub struct SdkToolCall {
 impl SdkToolCall {
     /// The tool name: `type`, else `name` (blank names ignored).
     pub fn tool_name(&self) -> Option<&str> {
-        [&self.tool_type, &self.name]
-            .into_iter()
-            .flatten()
-            .map(String::as_str)
-            .find(|s| !s.trim().is_empty())
+        [&self.tool_type, &self.name].into_iter().flatten().map(String::as_str).find(|s| !s.trim().is_empty())
     }
 
     /// The tool; `None` without a name. MCP web-tool reclassification (SPEC §4) is the caller's.
@@ -399,11 +389,7 @@ impl<'de> Deserialize<'de> for ShellOutputEvent {
             Some(case @ ("start" | "exit")) => {
                 let exit = case == "exit";
                 let value = v.get_mut("value").map(Value::take).unwrap_or_default();
-                return Ok(if exit {
-                    ShellOutputEvent::Exit(value)
-                } else {
-                    ShellOutputEvent::Start(value)
-                });
+                return Ok(if exit { ShellOutputEvent::Exit(value) } else { ShellOutputEvent::Start(value) });
             }
             _ => return Ok(ShellOutputEvent::Unknown(v)),
         };
@@ -629,10 +615,7 @@ mod tests {
         for (line, want) in [
             (r#"{"at_ms":12,"delta":{"type":"text-delta","text":"a"}}"#, Some(12)),
             (r#"{"at_ms":12.7,"delta":{"type":"text-delta","text":"a"}}"#, Some(12)),
-            (
-                r#"{"at_ms":"1790000000000","delta":{"type":"text-delta","text":"a"}}"#,
-                Some(1_790_000_000_000),
-            ),
+            (r#"{"at_ms":"1790000000000","delta":{"type":"text-delta","text":"a"}}"#, Some(1_790_000_000_000)),
             (r#"{"delta":{"type":"text-delta","text":"a"}}"#, None),
         ] {
             assert_eq!(parse_record(line).unwrap().at_ms, want, "{line}");
@@ -661,13 +644,8 @@ mod tests {
             r#"{"at_ms":1,"delta":{"type":"tool-call-started","callId":"c1","modelCallId":"m1",
                 "toolCall":{"type":"shell","args":{"command":"ls","timeout":600000}}}}"#,
         );
-        let InteractionUpdate::ToolCallStarted(s) = started else {
-            panic!()
-        };
-        assert_eq!(
-            (s.call_id.as_deref(), s.model_call_id.as_deref()),
-            (Some("c1"), Some("m1"))
-        );
+        let InteractionUpdate::ToolCallStarted(s) = started else { panic!() };
+        assert_eq!((s.call_id.as_deref(), s.model_call_id.as_deref()), (Some("c1"), Some("m1")));
         let s = s.tool_call.unwrap();
         assert_eq!(s.tool(), Some(Tool::Known(ToolKind::Shell)));
 
@@ -675,9 +653,7 @@ mod tests {
             r#"{"at_ms":2,"delta":{"type":"tool-call-completed","callId":"c1","toolCall":{"name":"shell",
                 "result":{"status":"success","value":{"stdout":"a\n","exitCode":0}}}}}"#,
         );
-        let InteractionUpdate::ToolCallCompleted(c) = completed else {
-            panic!()
-        };
+        let InteractionUpdate::ToolCallCompleted(c) = completed else { panic!() };
         let merged = c.tool_call.unwrap().or_from(&s);
         assert_eq!(merged.tool_name(), Some("shell"));
         assert_eq!(merged.args, Some(json!({"command":"ls","timeout":600000})));
@@ -808,30 +784,17 @@ mod tests {
         else {
             panic!()
         };
-        assert_eq!(
-            (w.run_status(), w.error_text()),
-            (Some(RunStatus::Error), Some("rate limited"))
-        );
-        let SdkRecordBody::Wait(w) = parse_record(r#"{"wait":{"status":"CANCELLED"}}"#).unwrap().body else {
-            panic!()
-        };
+        assert_eq!((w.run_status(), w.error_text()), (Some(RunStatus::Error), Some("rate limited")));
+        let SdkRecordBody::Wait(w) = parse_record(r#"{"wait":{"status":"CANCELLED"}}"#).unwrap().body else { panic!() };
         assert_eq!(w.run_status(), Some(RunStatus::Cancelled));
-        let SdkRecordBody::Wait(w) = parse_record(r#"{"wait":{"status":"expired"}}"#).unwrap().body else {
-            panic!()
-        };
-        assert_eq!(
-            (w.run_status(), w.status),
-            (None, Some(SdkRunStatus::Other("expired".into())))
-        );
+        let SdkRecordBody::Wait(w) = parse_record(r#"{"wait":{"status":"expired"}}"#).unwrap().body else { panic!() };
+        assert_eq!((w.run_status(), w.status), (None, Some(SdkRunStatus::Other("expired".into()))));
     }
 
     #[test]
     fn records_without_a_body_and_bad_lines() {
         let r = parse_record(r#"{"at_ms":1,"note":"x"}"#).unwrap();
-        assert_eq!(
-            (r.body, r.extra.get("note")),
-            (SdkRecordBody::Unknown, Some(&json!("x")))
-        );
+        assert_eq!((r.body, r.extra.get("note")), (SdkRecordBody::Unknown, Some(&json!("x"))));
         assert!(parse_record("[1]").is_err());
         assert!(parse_record("{").is_err());
         assert!(parse_record(r#"{"delta":{"type":"text-delta","text":5}}"#).is_err());

@@ -305,53 +305,18 @@ pub struct Cost {
 #[derive(Clone, Debug, Serialize)]
 #[serde(tag = "event", rename_all = "camelCase")]
 pub enum Output {
-    RunOpened {
-        cwd: Option<String>,
-        model: Option<String>,
-        prompt: Option<String>,
-    },
-    MessageStarted {
-        turn: u32,
-    },
-    Text {
-        turn: u32,
-        delta: String,
-    },
-    Thinking {
-        turn: u32,
-        delta: String,
-    },
-    BlockEnded {
-        turn: u32,
-    },
-    LifecycleLine {
-        call: CallRef,
-        title: String,
-        label: String,
-    },
-    ShellProgress {
-        call: CallRef,
-        stream: ShellStream,
-        line: String,
-    },
+    RunOpened { cwd: Option<String>, model: Option<String>, prompt: Option<String> },
+    MessageStarted { turn: u32 },
+    Text { turn: u32, delta: String },
+    Thinking { turn: u32, delta: String },
+    BlockEnded { turn: u32 },
+    LifecycleLine { call: CallRef, title: String, label: String },
+    ShellProgress { call: CallRef, stream: ShellStream, line: String },
     Card(Box<Card>),
     IncompleteCall(Box<IncompleteCall>),
-    MessageEnded {
-        turn: u32,
-        stop_reason: StopReason,
-        usage: Usage,
-        error: Option<String>,
-    },
-    RunClosed {
-        status: RunStatus,
-        final_text: String,
-        totals: RunTotals,
-        error: Option<String>,
-    },
-    Diagnostic {
-        phase: String,
-        fields: serde_json::Map<String, serde_json::Value>,
-    },
+    MessageEnded { turn: u32, stop_reason: StopReason, usage: Usage, error: Option<String> },
+    RunClosed { status: RunStatus, final_text: String, totals: RunTotals, error: Option<String> },
+    Diagnostic { phase: String, fields: serde_json::Map<String, serde_json::Value> },
 }
 
 /// The rendered record of one completed (or failed) call. Every string here is scrubbed and
@@ -457,8 +422,11 @@ pub struct RunTotals {
     /// The source's run-total usage, as reported (CLI `result.usage`).
     pub reported_usage: Option<TokenUsage>,
     pub messages: u32,
+    /// Cards of completed calls.
     pub cards: u32,
+    /// Of those, error cards.
     pub error_cards: u32,
+    /// Calls that never completed (shown or suppressed); not counted in `cards`.
     pub incomplete_calls: u32,
     pub duration_ms: Option<u64>,
 }

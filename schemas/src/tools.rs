@@ -80,17 +80,7 @@ const fn spec(
     fast_local: bool,
     default_label: &'static str,
 ) -> ToolSpec {
-    ToolSpec {
-        kind,
-        canonical,
-        cli_key,
-        aliases,
-        pi_card,
-        title,
-        lifecycle,
-        fast_local,
-        default_label,
-    }
+    ToolSpec { kind, canonical, cli_key, aliases, pi_card, title, lifecycle, fast_local, default_label }
 }
 
 use PiCard as C;

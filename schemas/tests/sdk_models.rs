@@ -14,9 +14,7 @@ use toolstream_schemas::cursor_sdk::{
 use toolstream_schemas::{RunStatus, TokenUsage, Tool};
 
 fn fixture(rel: &str) -> Option<Value> {
-    let path: PathBuf = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../shared/fixtures/pi-cursor-sdk")
-        .join(rel);
+    let path: PathBuf = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/fixtures/pi-cursor-sdk").join(rel);
     match std::fs::read_to_string(&path) {
         Ok(text) => Some(serde_json::from_str(&text).unwrap()),
         Err(_) => {
@@ -39,25 +37,15 @@ fn record_of(i: usize, callback: &Value) -> SdkRecord {
 
 /// The tool call's args and success value are fully typed by the tool models.
 fn assert_tool_payloads_typed(call: &SdkToolCall) {
-    let Some(Tool::Known(kind)) = call.tool() else {
-        panic!("unknown tool {:?}", call.tool_name())
-    };
+    let Some(Tool::Known(kind)) = call.tool() else { panic!("unknown tool {:?}", call.tool_name()) };
     if let Some(args) = &call.args {
         let parsed = parse_args(kind, &args.to_string()).unwrap();
-        assert!(
-            parsed.unmodeled_fields().is_empty(),
-            "{kind} args: {:?}",
-            parsed.unmodeled_fields()
-        );
+        assert!(parsed.unmodeled_fields().is_empty(), "{kind} args: {:?}", parsed.unmodeled_fields());
     }
     if let Some(result) = &call.result {
         assert!(result.is_success(), "{kind}: {result:?}");
         let parsed = parse_success(kind, &result.value.as_ref().unwrap().to_string()).unwrap();
-        assert!(
-            parsed.unmodeled_fields().is_empty(),
-            "{kind} value: {:?}",
-            parsed.unmodeled_fields()
-        );
+        assert!(parsed.unmodeled_fields().is_empty(), "{kind} value: {:?}", parsed.unmodeled_fields());
     }
 }
 
@@ -146,9 +134,7 @@ fn run_results_carry_documented_usage_and_sdk_errors() {
         let total = &f["response"]["totalUsage"];
         let line =
             json!({"at_ms": 1, "wait": {"id": f["response"]["runs"][0]["id"], "status": "finished", "usage": total}});
-        let SdkRecordBody::Wait(w) = parse_record(&line.to_string()).unwrap().body else {
-            panic!()
-        };
+        let SdkRecordBody::Wait(w) = parse_record(&line.to_string()).unwrap().body else { panic!() };
         assert_eq!(w.run_status(), Some(RunStatus::Finished));
         let usage = w.usage.unwrap();
         assert_eq!(usage.to_token_usage().total(), total["totalTokens"].as_u64().unwrap());
@@ -156,12 +142,7 @@ fn run_results_carry_documented_usage_and_sdk_errors() {
     }
     if let Some(f) = fixture("sudokai/cursor-sdk-retriable-stalled-1.0.35.json") {
         let line = json!({"at_ms": 2, "wait": {"status": "error", "error": f["errorShape"]}});
-        let SdkRecordBody::Wait(w) = parse_record(&line.to_string()).unwrap().body else {
-            panic!()
-        };
-        assert_eq!(
-            (w.run_status(), w.error_text()),
-            (Some(RunStatus::Error), Some("Connection stalled repeatedly"))
-        );
+        let SdkRecordBody::Wait(w) = parse_record(&line.to_string()).unwrap().body else { panic!() };
+        assert_eq!((w.run_status(), w.error_text()), (Some(RunStatus::Error), Some("Connection stalled repeatedly")));
     }
 }

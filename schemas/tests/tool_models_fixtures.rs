@@ -104,18 +104,8 @@ fn every_recorded_tool_payload_is_typed() {
         }
     }
     println!("typed {args_seen} args, {successes} successes, {failures} failures; kinds {kinds:?}");
-    assert!(
-        args_seen >= 50 && successes >= 20 && failures >= 5,
-        "{args_seen} {successes} {failures}"
-    );
-    for kind in [
-        ToolKind::Shell,
-        ToolKind::Read,
-        ToolKind::Edit,
-        ToolKind::Grep,
-        ToolKind::Mcp,
-        ToolKind::Task,
-    ] {
+    assert!(args_seen >= 50 && successes >= 20 && failures >= 5, "{args_seen} {successes} {failures}");
+    for kind in [ToolKind::Shell, ToolKind::Read, ToolKind::Edit, ToolKind::Grep, ToolKind::Mcp, ToolKind::Task] {
         assert!(kinds.contains(&kind), "fixtures no longer cover {kind}");
     }
 }
@@ -252,53 +242,30 @@ fn a_seed_style_example_of_every_kind_is_typed() {
         assert_typed(&format!("{kind} args"), &parsed, &serde_json::from_str(args).unwrap());
         let parsed = parse_success(kind, success).unwrap_or_else(|e| panic!("{kind} success: {e}"));
         assert_eq!(parsed.kind(), kind);
-        assert_typed(
-            &format!("{kind} success"),
-            &parsed,
-            &serde_json::from_str(success).unwrap(),
-        );
+        assert_typed(&format!("{kind} success"), &parsed, &serde_json::from_str(success).unwrap());
     }
 }
 
 #[test]
 fn typed_fields_read_back() {
-    let ToolArgs::Shell(shell) = parse_args(ToolKind::Shell, EXAMPLES[5].1).unwrap() else {
-        panic!()
-    };
+    let ToolArgs::Shell(shell) = parse_args(ToolKind::Shell, EXAMPLES[5].1).unwrap() else { panic!() };
     assert_eq!(shell.file_output_threshold_bytes.map(|n| n.get()), Some(40_000));
     let cmds = shell.parsing_result.unwrap().executable_commands.unwrap();
     assert_eq!(cmds[0].args.as_ref().unwrap()[0].r#type.as_deref(), Some("word"));
 
-    let ToolSuccess::Grep(grep) = parse_success(ToolKind::Grep, EXAMPLES[4].2).unwrap() else {
-        panic!()
-    };
+    let ToolSuccess::Grep(grep) = parse_success(ToolKind::Grep, EXAMPLES[4].2).unwrap() else { panic!() };
     let root = &grep.workspace_results.unwrap()["/p/thor"];
     let file = &root.content.as_ref().unwrap().matches.as_ref().unwrap()[0];
     assert_eq!(file.matches.as_ref().unwrap()[0].line_number.map(|n| n.get()), Some(27));
-    assert_eq!(
-        root.files.as_ref().unwrap().files.as_deref(),
-        Some(&["./src/index.ts".to_owned()][..])
-    );
+    assert_eq!(root.files.as_ref().unwrap().files.as_deref(), Some(&["./src/index.ts".to_owned()][..]));
 
-    let ToolSuccess::Task(task) = parse_success(ToolKind::Task, EXAMPLES[11].2).unwrap() else {
-        panic!()
-    };
+    let ToolSuccess::Task(task) = parse_success(ToolKind::Task, EXAMPLES[11].2).unwrap() else { panic!() };
     assert_eq!(task.duration_ms.map(|n| n.get()), Some(2890));
     let steps = task.conversation_steps.unwrap();
-    assert_eq!(
-        steps[0].assistant_message.as_ref().unwrap().text.as_deref(),
-        Some("PONG")
-    );
+    assert_eq!(steps[0].assistant_message.as_ref().unwrap().text.as_deref(), Some("PONG"));
 
-    let ToolSuccess::Ls(ls) = parse_success(ToolKind::Ls, EXAMPLES[0].2).unwrap() else {
-        panic!()
-    };
+    let ToolSuccess::Ls(ls) = parse_success(ToolKind::Ls, EXAMPLES[0].2).unwrap() else { panic!() };
     let root = ls.directory_tree_root.unwrap();
-    assert_eq!(
-        root.children_dirs.unwrap()[0].children_files.as_ref().unwrap()[0]
-            .name
-            .as_deref(),
-        Some("index.ts")
-    );
+    assert_eq!(root.children_dirs.unwrap()[0].children_files.as_ref().unwrap()[0].name.as_deref(), Some("index.ts"));
     assert_eq!(root.full_subtree_extension_counts.unwrap()[".json"].get(), 2);
 }

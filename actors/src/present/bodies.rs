@@ -4,9 +4,7 @@
 
 use std::fmt::Write as _;
 
-use toolstream_schemas::cursor_cli::tool_models::{
-    self as m, FailureResult, ToolArgs, ToolSuccess, TodoStatus,
-};
+use toolstream_schemas::cursor_cli::tool_models::{self as m, FailureResult, TodoStatus, ToolArgs, ToolSuccess};
 use toolstream_schemas::{Int, ResultStatus, Tool, ToolKind};
 
 use super::bounds::{bound_list, bound_read, fallback_args, fallback_result, relative_path};
@@ -97,9 +95,7 @@ pub fn summary_from_args(ctx: &RenderCtx<'_>, args: &ToolArgs) -> String {
         ToolArgs::Edit(a) => ctx.path(s(&a.path)),
         ToolArgs::Write(a) => ctx.path(s(&a.path)),
         ToolArgs::Delete(a) => ctx.path(s(&a.path)),
-        ToolArgs::ReadLints(a) => {
-            a.paths.iter().flatten().map(|p| ctx.path(p)).collect::<Vec<_>>().join(", ")
-        }
+        ToolArgs::ReadLints(a) => a.paths.iter().flatten().map(|p| ctx.path(p)).collect::<Vec<_>>().join(", "),
         ToolArgs::UpdateTodos(a) => items(a.todos.as_ref().map_or(0, Vec::len)),
         ToolArgs::CreatePlan(a) => {
             let first = [&a.plan, &a.name, &a.overview]
@@ -207,7 +203,7 @@ fn render_success(
         ToolSuccess::Ls(o) => {
             let mut lines = Vec::new();
             if let Some(root) = &o.directory_tree_root {
-                ls_lines(ctx, root, 0, &mut lines);
+                ls_lines(root, 0, &mut lines);
             }
             r.body = if lines.is_empty() { "(empty directory)".into() } else { list_body(&lines) };
         }
@@ -216,10 +212,7 @@ fn render_success(
                 r.summary = ctx.path(s(&o.path));
             }
             r.diff = nonblank(&o.diff_string).map(str::to_owned);
-            r.diff_stats = Some((
-                o.lines_added.map_or(0, Int::get),
-                o.lines_removed.map_or(0, Int::get),
-            ));
+            r.diff_stats = Some((o.lines_added.map_or(0, Int::get), o.lines_removed.map_or(0, Int::get)));
             r.body = r.diff.clone().or_else(|| nonblank(&o.message).map(str::to_owned)).unwrap_or_default();
             if fits_pi_edit(raw_args) {
                 r.pi_tool = "edit";
@@ -284,12 +277,8 @@ fn render_success(
             r.body = nonblank(&o.path).map(|p| format!("Saved recording to {}", ctx.path(p))).unwrap_or_default();
         }
         ToolSuccess::WebSearch(o) => {
-            let refs: Vec<String> = o
-                .references
-                .iter()
-                .flatten()
-                .map(|x| format!("{} — {}", s(&x.title), s(&x.url)))
-                .collect();
+            let refs: Vec<String> =
+                o.references.iter().flatten().map(|x| format!("{} — {}", s(&x.title), s(&x.url))).collect();
             r.body = list_body(&refs);
         }
         ToolSuccess::WebFetch(o) => r.body = s(&o.markdown).to_owned(),
@@ -326,7 +315,14 @@ fn render_failure(ctx: &RenderCtx<'_>, kind: ToolKind, status: &ResultStatus, f:
 
 /// Render an unknown tool: bounded fallback of its args and result (SPEC §8).
 pub fn render_unknown(args: Option<&serde_json::Value>, result: Option<(&ResultStatus, &str)>) -> Rendered {
-    let mut body: Vec<String> = args.map(fallback_args).unwrap_or_default();
+    let args = args.map(|a| {
+        let mut a = a.clone();
+        if let Some(o) = a.as_object_mut() {
+            o.remove("toolCallId");
+        }
+        a
+    });
+    let mut body: Vec<String> = args.as_ref().map(fallback_args).unwrap_or_default();
     let is_error = result.is_some_and(|(st, _)| !st.is_success());
     if let Some((st, raw)) = result {
         let text = fallback_result(&result_text(raw));
@@ -346,10 +342,14 @@ pub fn render_unknown(args: Option<&serde_json::Value>, result: Option<(&ResultS
     }
 }
 
-/// Best text of an unknown result: a string stays a string; objects are shown as compact JSON.
+/// Best text of an unknown result: a string, or an object's only string field, stays text;
+/// anything else is shown as compact JSON.
 fn result_text(raw: &str) -> String {
     match serde_json::from_str::<serde_json::Value>(raw) {
         Ok(serde_json::Value::String(t)) => t,
+        Ok(serde_json::Value::Object(o)) if o.len() == 1 && o.values().all(serde_json::Value::is_string) => {
+            o.into_iter().next().and_then(|(_, v)| v.as_str().map(str::to_owned)).unwrap_or_default()
+        }
         Ok(v) => v.to_string(),
         Err(_) => raw.to_owned(),
     }
@@ -440,12 +440,12 @@ fn grep_body(ctx: &RenderCtx<'_>, o: &m::GrepSuccess) -> String {
     }
 }
 
-fn ls_lines(ctx: &RenderCtx<'_>, dir: &m::LsDirectory, depth: usize, out: &mut Vec<String>) {
+fn ls_lines(dir: &m::LsDirectory, depth: usize, out: &mut Vec<String>) {
     let indent = "  ".repeat(depth);
     for d in dir.children_dirs.iter().flatten() {
         let name = d.abs_path.as_deref().map(|p| p.rsplit(['/', '\\']).next().unwrap_or(p)).unwrap_or("?");
         out.push(format!("{indent}{name}/"));
-        ls_lines(ctx, d, depth + 1, out);
+        ls_lines(d, depth + 1, out);
     }
     for f in dir.children_files.iter().flatten() {
         out.push(format!("{indent}{}", s(&f.name)));
@@ -521,9 +521,12 @@ pub fn fits_pi_edit(args: Option<&serde_json::Value>) -> bool {
     let Some(obj) = args.and_then(serde_json::Value::as_object) else {
         return false;
     };
-    let has_path = ["path", "filePath", "file_path"].iter().any(|k| obj.get(*k).and_then(|v| v.as_str()).is_some_and(|p| !p.is_empty()));
-    let notebook = ["notebookPath", "notebook_path", "cellId", "cell_id", "cellIndex"].iter().any(|k| obj.contains_key(*k))
-        || obj.get("path").and_then(|v| v.as_str()).is_some_and(|p| p.ends_with(".ipynb"));
+    let has_path = ["path", "filePath", "file_path"]
+        .iter()
+        .any(|k| obj.get(*k).and_then(|v| v.as_str()).is_some_and(|p| !p.is_empty()));
+    let notebook =
+        ["notebookPath", "notebook_path", "cellId", "cell_id", "cellIndex"].iter().any(|k| obj.contains_key(*k))
+            || obj.get("path").and_then(|v| v.as_str()).is_some_and(|p| p.ends_with(".ipynb"));
     if !has_path || notebook {
         return false;
     }

@@ -58,9 +58,9 @@ pub fn build_card(ctx: &CardContext<'_>, ev: &ToolEvent) -> Card {
 pub fn incomplete_card(ctx: &CardContext<'_>, rec: &IncompleteCall, args: Option<&RawJson>) -> Card {
     let raw_args: Option<Value> = args.and_then(|a| serde_json::from_str(a.get()).ok());
     let summary = match (rec.source_tool.kind(), args) {
-        (Some(kind), Some(a)) => parse_args(kind, a.get())
-            .map(|a| summary_from_args(&RenderCtx { cwd: ctx.cwd }, &a))
-            .unwrap_or_default(),
+        (Some(kind), Some(a)) => {
+            parse_args(kind, a.get()).map(|a| summary_from_args(&RenderCtx { cwd: ctx.cwd }, &a)).unwrap_or_default()
+        }
         _ => String::new(),
     };
     let reason = rec.reason.text();
@@ -74,6 +74,9 @@ pub fn incomplete_card(ctx: &CardContext<'_>, rec: &IncompleteCall, args: Option
     };
     let mut card = assemble(ctx, &rec.source_tool, rendered, raw_args, None);
     card.headline = format!("{} did not complete: {reason}", card.headline);
+    // The title line says it all; the body (for pi) repeats it.
+    card.preview.clear();
+    card.preview_hidden = 0;
     card.call = rec.call.clone();
     if let Some(obj) = card.args.as_object_mut() {
         obj.insert("activitySummary".into(), reason.into());
@@ -109,13 +112,7 @@ fn web_query_from_mcp(args: Option<&Value>) -> Option<String> {
         .map(str::to_owned)
 }
 
-fn assemble(
-    ctx: &CardContext<'_>,
-    tool: &Tool,
-    r: Rendered,
-    raw_args: Option<Value>,
-    status: Option<String>,
-) -> Card {
+fn assemble(ctx: &CardContext<'_>, tool: &Tool, r: Rendered, raw_args: Option<Value>, status: Option<String>) -> Card {
     let sc = ctx.scrubber;
     let title = tool.title().into_owned();
     let summary = display_line(&sc.scrub(&r.summary), DISPLAY_LINE_CHARS);
@@ -148,7 +145,11 @@ fn assemble(
     };
 
     let mut args = match raw_args {
-        Some(Value::Object(o)) => Value::Object(o),
+        Some(Value::Object(mut o)) => {
+            // Raw call ids are never shown (SPEC §1.1 rule 2); the card carries its hashed ref.
+            o.remove("toolCallId");
+            Value::Object(o)
+        }
         Some(other) => json!({ "value": other }),
         None => Value::Object(Map::new()),
     };
@@ -265,7 +266,12 @@ mod tests {
         let sc = Scrubber::default();
         let c = build_card(
             &ctx(&sc),
-            &ev("shellToolCall", Some(r#"{"command":"false"}"#), "failure", r#"{"exitCode":1,"stdout":"","stderr":""}"#),
+            &ev(
+                "shellToolCall",
+                Some(r#"{"command":"false"}"#),
+                "failure",
+                r#"{"exitCode":1,"stdout":"","stderr":""}"#,
+            ),
         );
         assert!(c.is_error);
         assert_eq!(c.headline, "$ false");
@@ -278,7 +284,12 @@ mod tests {
         let sc = Scrubber::default();
         let c = build_card(
             &ctx(&sc),
-            &ev("shellToolCall", None, "rejected", r#"{"command":"rm -rf x","reason":"blocked by hook","isReadonly":false}"#),
+            &ev(
+                "shellToolCall",
+                None,
+                "rejected",
+                r#"{"command":"rm -rf x","reason":"blocked by hook","isReadonly":false}"#,
+            ),
         );
         assert!(c.is_error);
         assert_eq!(c.headline, "$ rm -rf x");
@@ -324,7 +335,10 @@ mod tests {
     #[test]
     fn unknown_tools_get_a_bounded_generic_card() {
         let sc = Scrubber::default();
-        let c = build_card(&ctx(&sc), &ev("getMcpToolsToolCall", Some(r#"{"pattern":"x"}"#), "success", r#"{"content":"list"}"#));
+        let c = build_card(
+            &ctx(&sc),
+            &ev("getMcpToolsToolCall", Some(r#"{"pattern":"x"}"#), "success", r#"{"content":"list"}"#),
+        );
         assert_eq!(c.title, "Cursor getMcpTools");
         assert_eq!(c.pi_tool, "cursor");
         assert!(c.content.contains("pattern: x"), "{}", c.content);

@@ -49,12 +49,7 @@ fn parse_hunk_header(line: &str) -> Option<Hunk> {
     let new = rest.split([' ', '@']).next()?;
     let (old_start, old_count) = parse_range(old)?;
     let (new_start, new_count) = parse_range(new)?;
-    Some(Hunk {
-        old_start,
-        old_count,
-        new_start,
-        new_count,
-    })
+    Some(Hunk { old_start, old_count, new_start, new_count })
 }
 
 /// Parses a unified diff. `---`/`+++` file headers, git extended headers (`diff --git`, `index`,
@@ -80,10 +75,7 @@ pub fn parse_unified(diff: &str) -> Vec<DiffLine> {
             continue;
         }
         let in_hunk = old_left > 0 || new_left > 0;
-        if !in_hunk
-            && line.starts_with("---")
-            && lines.peek().is_some_and(|next| next.starts_with("+++"))
-        {
+        if !in_hunk && line.starts_with("---") && lines.peek().is_some_and(|next| next.starts_with("+++")) {
             lines.next();
             continue;
         }
@@ -114,12 +106,7 @@ pub fn parse_unified(diff: &str) -> Vec<DiffLine> {
                 (Some(post_inc(&mut old_no)), Some(post_inc(&mut new_no)))
             }
         };
-        out.push(DiffLine {
-            kind,
-            old_no: old,
-            new_no: new,
-            text: text.to_owned(),
-        });
+        out.push(DiffLine { kind, old_no: old, new_no: new, text: text.to_owned() });
     }
     out
 }
@@ -148,11 +135,7 @@ pub fn format_diff_line(line: &DiffLine) -> String {
 /// The diff preview: the first 8 (collapsed) or 40 (expanded) formatted lines, then
 /// `... (N more diff lines hidden)` when lines were left out.
 pub fn diff_preview(lines: &[DiffLine], expanded: bool) -> (Vec<String>, Option<String>) {
-    let limit = if expanded {
-        DIFF_PREVIEW_EXPANDED
-    } else {
-        DIFF_PREVIEW_COLLAPSED
-    };
+    let limit = if expanded { DIFF_PREVIEW_EXPANDED } else { DIFF_PREVIEW_COLLAPSED };
     let shown = lines.iter().take(limit).map(format_diff_line).collect();
     let hidden = lines.len().saturating_sub(limit);
     let marker = (hidden > 0).then(|| format!("... ({hidden} more diff lines hidden)"));
@@ -175,12 +158,7 @@ mod tests {
     use DiffLineKind::{Added, Context, Removed};
 
     fn dl(kind: DiffLineKind, old: Option<u64>, new: Option<u64>, text: &str) -> DiffLine {
-        DiffLine {
-            kind,
-            old_no: old,
-            new_no: new,
-            text: text.to_owned(),
-        }
+        DiffLine { kind, old_no: old, new_no: new, text: text.to_owned() }
     }
 
     #[test]
@@ -194,13 +172,8 @@ mod tests {
 
     #[test]
     fn fixture_replace() {
-        let lines = parse_unified(
-            "--- a/<RUN>/note.txt\n+++ b/<RUN>/note.txt\n@@ -1 +1 @@\n-hi\n+bye",
-        );
-        assert_eq!(
-            lines,
-            vec![dl(Removed, Some(1), None, "hi"), dl(Added, None, Some(1), "bye")]
-        );
+        let lines = parse_unified("--- a/<RUN>/note.txt\n+++ b/<RUN>/note.txt\n@@ -1 +1 @@\n-hi\n+bye");
+        assert_eq!(lines, vec![dl(Removed, Some(1), None, "hi"), dl(Added, None, Some(1), "bye")]);
         let (shown, _) = diff_preview(&lines, false);
         assert_eq!(shown, vec!["-1 hi", "+1 bye"]);
     }
@@ -211,10 +184,7 @@ mod tests {
         let lines = parse_unified("--- a\n+++ b\n@@ -1 +1,2 @@\n+# greeting\n print('hello world')");
         assert_eq!(
             lines,
-            vec![
-                dl(Added, None, Some(1), "# greeting"),
-                dl(Context, Some(1), Some(2), "print('hello world')"),
-            ]
+            vec![dl(Added, None, Some(1), "# greeting"), dl(Context, Some(1), Some(2), "print('hello world')"),]
         );
         let (shown, _) = diff_preview(&lines, false);
         assert_eq!(shown, vec!["+1 # greeting", " 2 print('hello world')"]);
@@ -232,10 +202,7 @@ mod tests {
             ]
         );
         // A lone `---` line is a removed `--` line, not a header.
-        assert_eq!(
-            parse_unified("--- x\n+y"),
-            vec![dl(Removed, Some(1), None, "-- x"), dl(Added, None, Some(1), "y")]
-        );
+        assert_eq!(parse_unified("--- x\n+y"), vec![dl(Removed, Some(1), None, "-- x"), dl(Added, None, Some(1), "y")]);
     }
 
     #[test]

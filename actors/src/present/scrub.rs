@@ -32,8 +32,15 @@ pub const REDACTED_BRIDGE_ENDPOINT: &str = "[redacted-bridge-endpoint]";
 /// The path marker of the pi tool bridge endpoint (SPEC §7), redacted by default.
 pub const DEFAULT_BRIDGE_MARKER: &str = "/cursor-pi-tool-bridge/";
 
-/// Prefix shared by both replacement markers; a value starting with it is already redacted.
-const REDACTED_PREFIX: &[u8] = b"[redacted";
+/// Whether `b` is exactly one of the replacement markers (an already redacted value).
+fn is_marker(b: &[u8]) -> bool {
+    b == REDACTED.as_bytes() || b == REDACTED_BRIDGE_ENDPOINT.as_bytes()
+}
+
+/// Whether `b` starts with one of the replacement markers.
+fn starts_with_marker(b: &[u8]) -> bool {
+    b.starts_with(REDACTED.as_bytes()) || b.starts_with(REDACTED_BRIDGE_ENDPOINT.as_bytes())
+}
 
 /// Field names whose `:`/`=` value is a secret, lower case, longest alternatives first.
 const FIELD_NAMES: &[&[u8]] = &[
@@ -49,14 +56,7 @@ const FIELD_NAMES: &[&[u8]] = &[
 ];
 
 /// Authorization scheme words: `Authorization: Basic xyz` keeps `Basic` and redacts `xyz`.
-const AUTH_SCHEMES: &[&[u8]] = &[
-    b"bearer",
-    b"basic",
-    b"digest",
-    b"token",
-    b"negotiate",
-    b"ntlm",
-];
+const AUTH_SCHEMES: &[&[u8]] = &[b"bearer", b"basic", b"digest", b"token", b"negotiate", b"ntlm"];
 
 /// Unquoted values that are never secrets (`"session": null`).
 const NON_SECRET_VALUES: &[&[u8]] = &[b"null", b"true", b"false", b"undefined", b"none"];
@@ -88,13 +88,8 @@ impl Default for Scrubber {
 impl Scrubber {
     /// A scrubber for `api_key` (trimmed; empty means none) with the default bridge marker.
     pub fn new(api_key: Option<String>) -> Self {
-        let api_key = api_key
-            .map(|k| k.trim().to_owned())
-            .filter(|k| !k.is_empty());
-        Self {
-            api_key,
-            bridge_markers: vec![DEFAULT_BRIDGE_MARKER.to_owned()],
-        }
+        let api_key = api_key.map(|k| k.trim().to_owned()).filter(|k| !k.is_empty());
+        Self { api_key, bridge_markers: vec![DEFAULT_BRIDGE_MARKER.to_owned()] }
     }
 
     /// Replaces the bridge endpoint markers (matched case-insensitively; empty ones are dropped).
@@ -104,11 +99,7 @@ impl Scrubber {
         I: IntoIterator<Item = S>,
         S: Into<String>,
     {
-        self.bridge_markers = markers
-            .into_iter()
-            .map(Into::into)
-            .filter(|m| !m.is_empty())
-            .collect();
+        self.bridge_markers = markers.into_iter().map(Into::into).filter(|m| !m.is_empty()).collect();
         self
     }
 
@@ -143,8 +134,8 @@ impl Scrubber {
     }
 
     /// Scrubs every string in `v` recursively; object keys are kept. Additionally, a non-empty
-    /// string value under a secret-named key (`token`, `apiKey`, `accessToken`, `cookie`, …) that no
-    /// rule redacted becomes `[redacted]` (keys are never changed).
+    /// string value under a secret-named key (`token`, `apiKey`, `accessToken`, `cookie`, …)
+    /// becomes `[redacted]` unless it already is redacted (`[redacted]`, `Bearer [redacted]`).
     pub fn scrub_json(&self, v: &mut Value) {
         match v {
             Value::String(s) => self.scrub_string_in_place(s),
@@ -154,8 +145,7 @@ impl Scrubber {
                     match item {
                         Value::String(s) => {
                             self.scrub_string_in_place(s);
-                            if !s.is_empty() && !s.contains(REDACTED_PREFIX_STR) && is_secret_key(key)
-                            {
+                            if !s.is_empty() && !is_redacted_value(s) && is_secret_key(key) {
                                 *s = REDACTED.to_owned();
                             }
                         }
@@ -181,18 +171,12 @@ impl Scrubber {
             }
         }
         let b = s.as_bytes();
-        if self
-            .bridge_markers
-            .iter()
-            .any(|m| find_ci(b, m.as_bytes(), 0).is_some())
-        {
+        if self.bridge_markers.iter().any(|m| find_ci(b, m.as_bytes(), 0).is_some()) {
             return true;
         }
         has_builtin_trigger(b)
     }
 }
-
-const REDACTED_PREFIX_STR: &str = "[redacted";
 
 fn apply<'a>(cur: &mut Cow<'a, str>, rule: impl FnOnce(&str) -> Option<String>) {
     if let Some(next) = rule(cur) {
@@ -264,9 +248,7 @@ fn word_start(b: &[u8], i: usize) -> bool {
     match i.checked_sub(1).map(|p| b[p]) {
         None => true,
         Some(prev) if !prev.is_ascii_alphanumeric() => true,
-        Some(prev) => {
-            (prev.is_ascii_lowercase() || prev.is_ascii_digit()) && b[i].is_ascii_uppercase()
-        }
+        Some(prev) => (prev.is_ascii_lowercase() || prev.is_ascii_digit()) && b[i].is_ascii_uppercase(),
     }
 }
 
@@ -297,18 +279,12 @@ struct Rewriter<'s> {
 
 impl<'s> Rewriter<'s> {
     fn new(src: &'s str) -> Self {
-        Self {
-            src,
-            out: None,
-            copied: 0,
-        }
+        Self { src, out: None, copied: 0 }
     }
 
     /// Replaces `src[start..end]` (`start >= ` the end of the previous replacement).
     fn replace(&mut self, start: usize, end: usize, with: &str) {
-        let out = self
-            .out
-            .get_or_insert_with(|| String::with_capacity(self.src.len() + 16));
+        let out = self.out.get_or_insert_with(|| String::with_capacity(self.src.len() + 16));
         out.push_str(&self.src[self.copied..start]);
         out.push_str(with);
         self.copied = end;
@@ -354,11 +330,7 @@ fn is_scheme_byte(b: u8) -> bool {
 }
 
 fn ends_authority(b: u8) -> bool {
-    b.is_ascii_whitespace()
-        || matches!(
-            b,
-            b'/' | b'?' | b'#' | b'\\' | b'"' | b'\'' | b'<' | b'>' | b'`'
-        )
+    b.is_ascii_whitespace() || matches!(b, b'/' | b'?' | b'#' | b'\\' | b'"' | b'\'' | b'<' | b'>' | b'`')
 }
 
 fn scrub_url_userinfo(s: &str) -> Option<String> {
@@ -374,10 +346,7 @@ fn scrub_url_userinfo(s: &str) -> Option<String> {
         // The authority also ends at an existing `[redacted…]` marker: a replacement may have
         // removed the character that ended it, and a second pass must decide as the first did.
         let mut auth_end = auth_start;
-        while auth_end < b.len()
-            && !ends_authority(b[auth_end])
-            && !b[auth_end..].starts_with(REDACTED_PREFIX)
-        {
+        while auth_end < b.len() && !ends_authority(b[auth_end]) && !starts_with_marker(&b[auth_end..]) {
             auth_end += 1;
         }
         let has_scheme = sep > 0 && is_scheme_byte(b[sep - 1]);
@@ -534,10 +503,11 @@ fn closing_quote(b: &[u8], start: usize, quote: u8, escaped: bool) -> Option<usi
     let mut k = start;
     while k < b.len() && b[k] != b'\n' && b[k] != b'\r' {
         if b[k] == b'\\' {
-            if escaped && b.get(k + 1) == Some(&quote) {
-                return Some(k);
+            match b.get(k + 1) {
+                Some(&c) if escaped && c == quote => return Some(k),
+                Some(&c) if is_line_end(c) => return None,
+                _ => k += 2,
             }
-            k += 2;
             continue;
         }
         if !escaped && b[k] == quote {
@@ -549,16 +519,22 @@ fn closing_quote(b: &[u8], start: usize, quote: u8, escaped: bool) -> Option<usi
 }
 
 fn ends_unquoted_value(b: u8) -> bool {
-    b.is_ascii_whitespace()
-        || matches!(
-            b,
-            b',' | b';' | b'&' | b'"' | b'\'' | b'`' | b'}' | b')' | b'<' | b'>'
-        )
+    b.is_ascii_whitespace() || matches!(b, b',' | b';' | b'&' | b'"' | b'\'' | b'`' | b'}' | b'(' | b')' | b'<' | b'>')
 }
 
+/// End of an unquoted value: a terminator or an escaped quote (`\"`). Backslash escapes are
+/// taken as pairs, so a replacement never leaves half an escape behind.
 fn unquoted_end(b: &[u8], mut i: usize) -> usize {
     while i < b.len() && !ends_unquoted_value(b[i]) {
-        i += 1;
+        if b[i] == b'\\' {
+            match b.get(i + 1) {
+                Some(&c) if is_quote(c) => break,
+                Some(&c) if c.is_ascii() && !ends_unquoted_value(c) => i += 2,
+                _ => i += 1,
+            }
+        } else {
+            i += 1;
+        }
     }
     i
 }
@@ -590,18 +566,11 @@ fn scrub_cookie(s: &str) -> Option<String> {
             }
         } else {
             // A header written inside quotes (`-H 'Cookie: a=b'`) ends at that quote.
-            let name_start = if i >= 4 && b[i - 4..i].eq_ignore_ascii_case(b"set-") {
-                i - 4
-            } else {
-                i
-            };
-            let wrapper = name_start
-                .checked_sub(1)
-                .map(|p| b[p])
-                .filter(|&c| is_quote(c));
+            let name_start = if i >= 4 && b[i - 4..i].eq_ignore_ascii_case(b"set-") { i - 4 } else { i };
+            let wrapper = name_start.checked_sub(1).map(|p| b[p]).filter(|&c| is_quote(c));
             (value_start, line_end(b, value_start, wrapper))
         };
-        if end > start && &b[start..end] != REDACTED.as_bytes() {
+        if end > start && !is_marker(&b[start..end]) {
             rw.replace(start, end, REDACTED);
             from = end;
         }
@@ -622,10 +591,7 @@ fn line_end(b: &[u8], mut i: usize, stop: Option<u8>) -> usize {
 
 /// Length of a secret field name at the start of `b`, if any.
 fn field_name_len(b: &[u8]) -> impl Iterator<Item = usize> + '_ {
-    FIELD_NAMES
-        .iter()
-        .filter(move |name| starts_with_ci(b, name))
-        .map(|name| name.len())
+    FIELD_NAMES.iter().filter(move |name| starts_with_ci(b, name)).map(|name| name.len())
 }
 
 fn scrub_fields(s: &str) -> Option<String> {
@@ -686,15 +652,10 @@ fn field_value(b: &[u8], start: usize) -> Option<(usize, usize)> {
         None => (start, unquoted_end(b, start), false),
     };
     let value = &b[content..end];
-    if value.is_empty() || value.starts_with(REDACTED_PREFIX) {
+    if value.is_empty() || is_marker(value) {
         return None;
     }
-    if !quoted
-        && (matches!(value[0], b'{' | b'[')
-            || NON_SECRET_VALUES
-                .iter()
-                .any(|w| value.eq_ignore_ascii_case(w)))
-    {
+    if !quoted && (matches!(value[0], b'{' | b'[') || NON_SECRET_VALUES.iter().any(|w| value.eq_ignore_ascii_case(w))) {
         return None;
     }
     // `Basic xyz` / `Bearer xyz`: keep the scheme word, redact the credentials.
@@ -708,7 +669,7 @@ fn field_value(b: &[u8], start: usize) -> Option<(usize, usize)> {
         }
         let cred = skip_blanks(b, after);
         let cred_end = if quoted { end } else { unquoted_end(b, cred) };
-        if cred >= cred_end || b[cred..cred_end].starts_with(REDACTED_PREFIX) {
+        if cred >= cred_end || is_marker(&b[cred..cred_end]) {
             return None;
         }
         return Some((cred, cred_end));
@@ -716,20 +677,24 @@ fn field_value(b: &[u8], start: usize) -> Option<(usize, usize)> {
     Some((content, end))
 }
 
+/// Whether a whole string value is already redacted: a marker, or `<auth scheme> [redacted]`.
+fn is_redacted_value(s: &str) -> bool {
+    is_marker(s.as_bytes())
+        || s.split_once(' ').is_some_and(|(scheme, rest)| {
+            rest == REDACTED && AUTH_SCHEMES.iter().any(|a| scheme.as_bytes().eq_ignore_ascii_case(a))
+        })
+}
+
 /// Whether a JSON object key names a secret (`token`, `apiKey`, `x-api-key`, `accessToken`,
 /// `session_id`, `cookie`, `Set-Cookie`, …): it ends with a secret name at a word start.
 fn is_secret_key(key: &str) -> bool {
     let b = key.as_bytes();
-    FIELD_NAMES
-        .iter()
-        .copied()
-        .chain([b"cookie".as_slice()])
-        .any(|name| {
-            b.len() >= name.len() && {
-                let at = b.len() - name.len();
-                b[at..].eq_ignore_ascii_case(name) && word_start(b, at)
-            }
-        })
+    FIELD_NAMES.iter().copied().chain([b"cookie".as_slice()]).any(|name| {
+        b.len() >= name.len() && {
+            let at = b.len() - name.len();
+            b[at..].eq_ignore_ascii_case(name) && word_start(b, at)
+        }
+    })
 }
 
 // ------------------------------------------------------------------------------------------------
@@ -738,9 +703,7 @@ fn is_secret_key(key: &str) -> bool {
 /// Whether `b[j - 1]` continues a URL/path token backwards from the marker at `j`.
 fn extends_endpoint_back(b: &[u8], j: usize) -> bool {
     let c = b[j - 1];
-    if c.is_ascii_alphanumeric()
-        || matches!(c, b'.' | b'-' | b'_' | b'~' | b'%' | b'+' | b'@' | b'/')
-    {
+    if c.is_ascii_alphanumeric() || matches!(c, b'.' | b'-' | b'_' | b'~' | b'%' | b'+' | b'@' | b'/') {
         return true;
     }
     // `host:port` and `scheme://` only: `endpoint:/path` keeps its label, `key::80` its `::`.
@@ -755,34 +718,23 @@ fn extends_endpoint_back(b: &[u8], j: usize) -> bool {
 
 /// Start of a `[...]` group (IPv6 host or a `[redacted]` userinfo) that closes at `close`.
 fn bracket_group_start(b: &[u8], close: usize) -> Option<usize> {
-    let open = b[..close].iter().rposition(|&c| c == b'[')?;
+    let lo = close.saturating_sub(49);
+    let open = lo + b[lo..close].iter().rposition(|&c| c == b'[')?;
     let inner = &b[open + 1..close];
     let ok = inner == b"redacted"
         || (!inner.is_empty()
             && inner.len() <= 48
-            && inner
-                .iter()
-                .all(|&c| c.is_ascii_hexdigit() || c == b':' || c == b'.'));
+            && inner.iter().all(|&c| c.is_ascii_hexdigit() || c == b':' || c == b'.'));
     ok.then_some(open)
 }
 
+/// Bytes that end a bridge endpoint token. Quotes and backslashes are never eaten, so an escaped
+/// quote stays escaped for the other rules.
 fn ends_endpoint_forward(b: u8) -> bool {
     b.is_ascii_whitespace()
         || matches!(
             b,
-            b'"' | b'\''
-                | b'`'
-                | b'<'
-                | b'>'
-                | b'('
-                | b')'
-                | b'['
-                | b']'
-                | b'{'
-                | b'}'
-                | b','
-                | b';'
-                | b'|'
+            b'"' | b'\'' | b'\\' | b'`' | b'<' | b'>' | b'(' | b')' | b'[' | b']' | b'{' | b'}' | b',' | b';' | b'|'
         )
 }
 
@@ -801,8 +753,15 @@ fn endpoint_span(b: &[u8], marker_start: usize, marker_end: usize) -> (usize, us
         }
     }
     let mut end = marker_end;
-    while end < b.len() && !ends_endpoint_forward(b[end]) {
-        end += 1;
+    while end < b.len() {
+        if b[end..].starts_with(REDACTED.as_bytes()) {
+            // `…/mcp?token=[redacted]`: one endpoint, one marker.
+            end += REDACTED.len();
+        } else if ends_endpoint_forward(b[end]) {
+            break;
+        } else {
+            end += 1;
+        }
     }
     (start, end)
 }
@@ -874,10 +833,7 @@ mod tests {
     #[test]
     fn api_key_exact() {
         let s = Scrubber::new(Some("  sk-secret-123 ".into()));
-        assert_eq!(
-            s.scrub("key sk-secret-123 and sk-secret-123!"),
-            "key [redacted] and [redacted]!"
-        );
+        assert_eq!(s.scrub("key sk-secret-123 and sk-secret-123!"), "key [redacted] and [redacted]!");
         assert_eq!(s.scrub("sk-secret-12"), "sk-secret-12");
         assert!(!format!("{s:?}").contains("sk-secret"));
         assert!(!Scrubber::new(Some("   ".into())).has_api_key());
@@ -897,18 +853,9 @@ mod tests {
             scrub("git clone https://alice:s3cret@example.com/repo.git"),
             "git clone https://[redacted]@example.com/repo.git"
         );
-        assert_eq!(
-            scrub("https://ghp_abcdef@github.com/o/r"),
-            "https://[redacted]@github.com/o/r"
-        );
-        assert_eq!(
-            scrub("see https://example.com/@user and x@y"),
-            "see https://example.com/@user and x@y"
-        );
-        assert_eq!(
-            scrub("redis://u:p@w@host:6379/0"),
-            "redis://[redacted]@host:6379/0"
-        );
+        assert_eq!(scrub("https://ghp_abcdef@github.com/o/r"), "https://[redacted]@github.com/o/r");
+        assert_eq!(scrub("see https://example.com/@user and x@y"), "see https://example.com/@user and x@y");
+        assert_eq!(scrub("redis://u:p@w@host:6379/0"), "redis://[redacted]@host:6379/0");
     }
 
     #[test]
@@ -918,10 +865,7 @@ mod tests {
             "git clone [redacted]@example.com:org/repo.git"
         );
         // No password: untouched.
-        assert_eq!(
-            scrub("git clone git@github.com:org/repo.git"),
-            "git clone git@github.com:org/repo.git"
-        );
+        assert_eq!(scrub("git clone git@github.com:org/repo.git"), "git clone git@github.com:org/repo.git");
         // Needs the trailing `host:`.
         assert_eq!(scrub("mail a:b@c.com now"), "mail a:b@c.com now");
     }
@@ -939,22 +883,10 @@ mod tests {
 
     #[test]
     fn cookies() {
-        assert_eq!(
-            scrub("Cookie: a=1; b=2\nnext line"),
-            "Cookie: [redacted]\nnext line"
-        );
-        assert_eq!(
-            scrub("Set-Cookie: sid=abc; HttpOnly"),
-            "Set-Cookie: [redacted]"
-        );
-        assert_eq!(
-            scrub(r#"{"cookie": "a=b; c=d", "x": 1}"#),
-            r#"{"cookie": "[redacted]", "x": 1}"#
-        );
-        assert_eq!(
-            scrub("curl -H 'Cookie: a=b' https://x"),
-            "curl -H 'Cookie: [redacted]' https://x"
-        );
+        assert_eq!(scrub("Cookie: a=1; b=2\nnext line"), "Cookie: [redacted]\nnext line");
+        assert_eq!(scrub("Set-Cookie: sid=abc; HttpOnly"), "Set-Cookie: [redacted]");
+        assert_eq!(scrub(r#"{"cookie": "a=b; c=d", "x": 1}"#), r#"{"cookie": "[redacted]", "x": 1}"#);
+        assert_eq!(scrub("curl -H 'Cookie: a=b' https://x"), "curl -H 'Cookie: [redacted]' https://x");
         assert_eq!(scrub("cookies: 3"), "cookies: 3");
         assert_eq!(scrub("cookie jar"), "cookie jar");
     }
@@ -978,6 +910,7 @@ mod tests {
             ("Authorization: Basic dXNlcg==", "Authorization: Basic [redacted]"),
             ("authorization: abc123", "authorization: [redacted]"),
             ("token := abc", "token := [redacted]"),
+            ("let session = Session::new();", "let session = [redacted]();"),
             ("'session' => 'abc'", "'session' => '[redacted]'"),
         ];
         for (input, want) in cases {
@@ -999,6 +932,7 @@ mod tests {
             "use session::Store;",
             r#""session": null"#,
             "token: {\"nested\": 1}",
+            "fn f(token: &str)",
             "--token --verbose",
             "token=",
         ] {
@@ -1013,22 +947,14 @@ mod tests {
                 "MCP connect failed: http://127.0.0.1:54321/cursor-pi-tool-bridge/tok-abc/mcp",
                 "MCP connect failed: [redacted-bridge-endpoint]",
             ),
-            (
-                "route not found: /cursor-pi-tool-bridge/tok/mcp",
-                "route not found: [redacted-bridge-endpoint]",
-            ),
+            ("route not found: /cursor-pi-tool-bridge/tok/mcp", "route not found: [redacted-bridge-endpoint]"),
             (
                 "fetch failed for 127.0.0.1:8080/cursor-pi-tool-bridge/tok/mcp.",
                 "fetch failed for [redacted-bridge-endpoint]",
             ),
-            (
-                "url=\"http://[::1]:9/Cursor-Pi-Tool-Bridge/t/mcp\"",
-                "url=\"[redacted-bridge-endpoint]\"",
-            ),
-            (
-                "endpoint:/cursor-pi-tool-bridge/t/mcp",
-                "endpoint:[redacted-bridge-endpoint]",
-            ),
+            ("url=\"http://[::1]:9/Cursor-Pi-Tool-Bridge/t/mcp\"", "url=\"[redacted-bridge-endpoint]\""),
+            ("endpoint:/cursor-pi-tool-bridge/t/mcp", "endpoint:[redacted-bridge-endpoint]"),
+            ("GET /cursor-pi-tool-bridge/t/mcp?token=abc ok", "GET [redacted-bridge-endpoint] ok"),
         ];
         for (input, want) in cases {
             assert_eq!(scrub(input), want, "{input}");
@@ -1044,22 +970,11 @@ mod tests {
     fn combined_rules() {
         let key = "super-secret-cursor-key-12345";
         let s = Scrubber::new(Some(key.into()));
-        let text = format!(
-            "Bearer {key} api_key={key} http://127.0.0.1:1/cursor-pi-tool-bridge/bridge-token/mcp"
-        );
+        let text = format!("Bearer {key} api_key={key} http://127.0.0.1:1/cursor-pi-tool-bridge/bridge-token/mcp");
         let out = s.scrub(&text);
-        assert_eq!(
-            out,
-            "Bearer [redacted] api_key=[redacted] [redacted-bridge-endpoint]"
-        );
-        assert_eq!(
-            scrub("http://u:p@127.0.0.1:1/cursor-pi-tool-bridge/t/mcp ok"),
-            "[redacted-bridge-endpoint] ok"
-        );
-        assert_eq!(
-            scrub("Authorization: Bearer abc"),
-            "Authorization: Bearer [redacted]"
-        );
+        assert_eq!(out, "Bearer [redacted] api_key=[redacted] [redacted-bridge-endpoint]");
+        assert_eq!(scrub("http://u:p@127.0.0.1:1/cursor-pi-tool-bridge/t/mcp ok"), "[redacted-bridge-endpoint] ok");
+        assert_eq!(scrub("Authorization: Bearer abc"), "Authorization: Bearer [redacted]");
     }
 
     #[test]
@@ -1081,7 +996,9 @@ mod tests {
             "nested": [{"url": "https://u:p@h/x"}, "KEY123456", 3, null],
             "headers": {"Authorization": "Basic xyz", "Set-Cookie": "a=b"},
             "tokenizer": "bpe",
-            "session": ""
+            "session": "",
+            "sessionToken": "x [redacted] y",
+            "auth": {"token": "Bearer abc"}
         });
         s.scrub_json(&mut v);
         assert_eq!(
@@ -1095,7 +1012,9 @@ mod tests {
                 "nested": [{"url": "https://[redacted]@h/x"}, "[redacted]", 3, null],
                 "headers": {"Authorization": "[redacted]", "Set-Cookie": "[redacted]"},
                 "tokenizer": "bpe",
-                "session": ""
+                "session": "",
+                "sessionToken": "[redacted]",
+                "auth": {"token": "Bearer [redacted]"}
             })
         );
     }
@@ -1113,11 +1032,53 @@ mod tests {
     /// Fragments that exercise every rule and their interactions.
     fn fragment() -> impl Strategy<Value = &'static str> {
         prop::sample::select(vec![
-            "token", "Token", "TOKEN", "session_id", "api_key", "apiKey", "authorization", "Basic",
-            "Bearer", "bearer", "cookie", "Set-", "=", ":", "=>", "::", "==", " ", "\t", "\n", "\"",
-            "'", "\\", "abc", "x9", "@", "host", "://", "http", "/cursor-pi-tool-bridge/", "/",
-            "[redacted]", "[", "]", "--", ",", ";", "&", "{", "}", "127.0.0.1", ":80", "é", "令",
-            "-", "null", "KEY-42xy",
+            "token",
+            "Token",
+            "TOKEN",
+            "session_id",
+            "api_key",
+            "apiKey",
+            "authorization",
+            "Basic",
+            "Bearer",
+            "bearer",
+            "cookie",
+            "Set-",
+            "=",
+            ":",
+            "=>",
+            "::",
+            "==",
+            " ",
+            "\t",
+            "\n",
+            "\"",
+            "'",
+            "\\",
+            "abc",
+            "x9",
+            "@",
+            "host",
+            "://",
+            "http",
+            "/cursor-pi-tool-bridge/",
+            "/",
+            "[redacted]",
+            "[",
+            "]",
+            "--",
+            ",",
+            ";",
+            "&",
+            "{",
+            "}",
+            "127.0.0.1",
+            ":80",
+            "é",
+            "令",
+            "-",
+            "null",
+            "KEY-42xy",
         ])
     }
 

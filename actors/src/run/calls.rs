@@ -158,7 +158,9 @@ mod tests {
     fn unknown_id_matches_by_fingerprint() {
         let mut t = CallTable::default();
         t.start(&ev("a", ToolKind::Grep, Some(r#"{"pattern":"p"}"#)), 0);
-        assert!(matches!(t.complete(&ev("zz", ToolKind::Grep, Some(r#"{"pattern":"p"}"#))), Completion::Matched(c) if c.call_id == "a"));
+        assert!(
+            matches!(t.complete(&ev("zz", ToolKind::Grep, Some(r#"{"pattern":"p"}"#))), Completion::Matched(c) if c.call_id == "a")
+        );
     }
 
     #[test]

@@ -230,7 +230,11 @@ impl Run {
                     let new = new.to_owned();
                     self.emit_text(out, new);
                 } else if !text.is_empty() {
-                    self.diagnostic(out, "display_decision", &[("action", "drop-repeated-segment"), ("segment", kind_str(kind))]);
+                    self.diagnostic(
+                        out,
+                        "display_decision",
+                        &[("action", "drop-repeated-segment"), ("segment", kind_str(kind))],
+                    );
                 }
             }
             Input::TextBoundary => {
@@ -422,7 +426,6 @@ impl Run {
                 };
                 let card = incomplete_card(&ctx, &rec, call.args.as_ref());
                 self.emit(out, Output::IncompleteCall(Box::new(rec)));
-                self.totals.error_cards += 1;
                 self.emit(out, Output::Card(Box::new(card)));
             } else {
                 self.emit(out, Output::IncompleteCall(Box::new(rec)));
@@ -434,10 +437,9 @@ impl Run {
         let (stop, error) = match end.status {
             RunStatus::Finished => (StopReason::Stop, None),
             RunStatus::Cancelled => (StopReason::Aborted, end.error.clone()),
-            RunStatus::Error => (
-                StopReason::Error,
-                Some(cfg.scrubber.scrub(end.error.as_deref().unwrap_or("run failed")).into_owned()),
-            ),
+            RunStatus::Error => {
+                (StopReason::Error, Some(cfg.scrubber.scrub(end.error.as_deref().unwrap_or("run failed")).into_owned()))
+            }
         };
         if !self.message_open {
             self.message_open = true;

@@ -16,7 +16,9 @@ use crate::pipeline::PipelineOptions;
 /// bounded — to sinks such as terminal cards.
 #[derive(Debug, Parser)]
 #[command(name = "toolstream", version, propagate_version = true)]
-#[command(after_help = "Feed it a live run:\n  cursor-agent -p --output-format stream-json --stream-partial-output \"…\" | toolstream replay -\n\nSee `toolstream <command> --help` for each command.")]
+#[command(
+    after_help = "Feed it a live run:\n  cursor-agent -p --output-format stream-json --stream-partial-output \"…\" | toolstream replay -\n\nSee `toolstream <command> --help` for each command."
+)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
@@ -164,9 +166,9 @@ impl FromStr for ByteSize {
 impl std::fmt::Display for ByteSize {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let n = self.0;
-        if n % (1 << 20) == 0 {
+        if n.is_multiple_of(1 << 20) {
             write!(f, "{}M", n >> 20)
-        } else if n % (1 << 10) == 0 {
+        } else if n.is_multiple_of(1 << 10) {
             write!(f, "{}K", n >> 10)
         } else {
             write!(f, "{n}")

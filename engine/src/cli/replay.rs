@@ -46,10 +46,7 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<i32> {
         eprintln!("toolstream: sink error: {e}");
     }
     if stats.decode_errors > 0 {
-        eprintln!(
-            "toolstream: {} line(s) could not be decoded ({} lines read)",
-            stats.decode_errors, stats.lines
-        );
+        eprintln!("toolstream: {} line(s) could not be decoded ({} lines read)", stats.decode_errors, stats.lines);
     }
     Ok(if failed_read {
         2

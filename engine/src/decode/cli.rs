@@ -44,9 +44,7 @@ impl CliDecoder {
                 let text = message_text(&line)?;
                 push(Input::UserPrompt { text });
             }
-            ("thinking", "delta") => push(Input::ThinkingDelta {
-                text: line.text.as_deref().unwrap_or("").to_owned(),
-            }),
+            ("thinking", "delta") => push(Input::ThinkingDelta { text: line.text.as_deref().unwrap_or("").to_owned() }),
             ("thinking", "completed") => push(Input::ThinkingCompleted { duration_ms: None }),
             ("assistant", _) => {
                 let body = match line.message {
@@ -65,10 +63,9 @@ impl CliDecoder {
                                 Input::TextSegment { kind: SegmentKind::Final, text }
                             });
                         }
-                        ContentBlock::Other(raw) => push(Input::Raw {
-                            what: "assistant/content".into(),
-                            value: raw.to_owned(),
-                        }),
+                        ContentBlock::Other(raw) => {
+                            push(Input::Raw { what: "assistant/content".into(), value: raw.to_owned() })
+                        }
                     }
                 }
             }
@@ -158,12 +155,7 @@ fn tool_event(line: &Line<'_>, raw: &RawValue) -> Result<ToolEvent, String> {
         Some(r) => Some(tool_result(r).map_err(|e| format!("{key}.result: {e}"))?),
         None => None,
     };
-    let call_id = line
-        .call_id
-        .as_deref()
-        .or(tc.tool_call_id.as_deref())
-        .unwrap_or("")
-        .to_owned();
+    let call_id = line.call_id.as_deref().or(tc.tool_call_id.as_deref()).unwrap_or("").to_owned();
     let mut extra: UnknownFields = tc.rest.iter().map(|(k, v)| (k.to_string(), (*v).to_owned())).collect();
     extra.extend(payload.rest.iter().map(|(k, v)| (format!("{key}.{k}"), (*v).to_owned())));
     Ok(ToolEvent {
@@ -234,9 +226,9 @@ fn run_end(line: &Line<'_>, sub: &str, known: &[&str]) -> Result<RunEnd, String>
     .unwrap_or(false);
     let result_text = rest_str(line, "result");
     let usage = match get("usage") {
-        Some(v) => serde_json::from_str::<Option<WireUsage>>(v)
-            .map_err(|e| format!("usage: {e}"))?
-            .map(WireUsage::into_usage),
+        Some(v) => {
+            serde_json::from_str::<Option<WireUsage>>(v).map_err(|e| format!("usage: {e}"))?.map(WireUsage::into_usage)
+        }
         None => None,
     };
     let duration_ms = match get("duration_ms") {
@@ -247,7 +239,11 @@ fn run_end(line: &Line<'_>, sub: &str, known: &[&str]) -> Result<RunEnd, String>
     let failed = is_error || (sub != "success" && !sub.is_empty());
     let (status, error) = if failed {
         let msg = result_text.clone().filter(|t| !t.trim().is_empty()).unwrap_or_else(|| {
-            if sub.is_empty() { "run failed".to_owned() } else { format!("run ended with {sub}") }
+            if sub.is_empty() {
+                "run failed".to_owned()
+            } else {
+                format!("run ended with {sub}")
+            }
         });
         (RunStatus::Error, Some(msg))
     } else {

@@ -190,10 +190,7 @@ mod tests {
     #[test]
     fn splits_lines_with_offsets() {
         let f = frames(b"\xEF\xBB\xBFab\r\n\ncd", 100);
-        assert_eq!(
-            f,
-            vec![(1, 0, Ok(b"ab".to_vec())), (2, 7, Ok(b"".to_vec())), (3, 8, Ok(b"cd".to_vec()))]
-        );
+        assert_eq!(f, vec![(1, 0, Ok(b"ab".to_vec())), (2, 7, Ok(b"".to_vec())), (3, 8, Ok(b"cd".to_vec()))]);
     }
 
     #[test]

@@ -98,10 +98,13 @@ impl Decoder {
                 let mark = out.len();
                 match self.decode_text(text, pos, out) {
                     Ok(()) => Ok(()),
-                    Err(reason) if reason.contains("surrogate") => {
+                    Err(reason) if has_surrogate_escape(text) => {
                         // JavaScript may write lone UTF-16 surrogates as escapes; decode them as U+FFFD.
                         out.truncate(mark);
                         let fixed = replace_lone_surrogates(text);
+                        if fixed == text {
+                            return Err(self.error(line_no, offset, reason));
+                        }
                         self.decode_text(&fixed, pos, out).map_err(|r| self.error(line_no, offset, r))
                     }
                     Err(reason) => {
@@ -171,6 +174,15 @@ pub(crate) fn raw_object(fields: &UnknownFields) -> Result<RawJson, String> {
     RawValue::from_string(s).map_err(|e| e.to_string())
 }
 
+/// Whether `text` has a `\uD800`–`\uDFFF` escape (only then is a surrogate repair worth trying).
+fn has_surrogate_escape(text: &str) -> bool {
+    let b = text.as_bytes();
+    memchr::memmem::find_iter(b, b"\\u").any(|i| {
+        matches!(b.get(i + 2), Some(b'd' | b'D'))
+            && matches!(b.get(i + 3), Some(b'8'..=b'9' | b'a'..=b'f' | b'A'..=b'F'))
+    })
+}
+
 /// Replace `\uXXXX` escapes of unpaired UTF-16 surrogates with `\uFFFD`.
 fn replace_lone_surrogates(text: &str) -> String {
     let b = text.as_bytes();
@@ -196,7 +208,9 @@ fn replace_lone_surrogates(text: &str) -> String {
         };
         let is_high = (0xD800..0xDC00).contains(&u);
         let is_low = (0xDC00..0xE000).contains(&u);
-        let paired = is_high && b.get(i + 6) == Some(&b'\\') && b.get(i + 7) == Some(&b'u')
+        let paired = is_high
+            && b.get(i + 6) == Some(&b'\\')
+            && b.get(i + 7) == Some(&b'u')
             && hex(i + 8).is_some_and(|l| (0xDC00..0xE000).contains(&l));
         if paired {
             i += 12;

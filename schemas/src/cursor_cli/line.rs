@@ -270,9 +270,7 @@ impl<'a> ResultObject<'a> {
     /// first key whose value is an object.
     pub fn parse(raw: &'a RawValue) -> Result<ResultObject<'a>, serde_json::Error> {
         let entries: Vec<(Str<'a>, &'a RawValue)> = serde_json::from_str::<RawEntries<'a>>(raw.get())?.0;
-        let known = entries
-            .iter()
-            .position(|(k, _)| crate::event::ResultStatus::is_known_key(k.as_str()));
+        let known = entries.iter().position(|(k, _)| crate::event::ResultStatus::is_known_key(k.as_str()));
         let pick = known.or_else(|| entries.iter().position(|(_, v)| v.get().starts_with('{')));
         let mut out = ResultObject::default();
         for (i, (k, v)) in entries.into_iter().enumerate() {
@@ -357,7 +355,8 @@ mod tests {
     #[test]
     fn result_arm_and_siblings() {
         let raw: &RawValue =
-            serde_json::from_str(r#"{"isBackground":false,"rejected":{"reason":"no"},"terminalsFolder":"/t"}"#).unwrap();
+            serde_json::from_str(r#"{"isBackground":false,"rejected":{"reason":"no"},"terminalsFolder":"/t"}"#)
+                .unwrap();
         let r = ResultObject::parse(raw).unwrap();
         let (k, v) = r.arm.unwrap();
         assert_eq!(k, "rejected");
@@ -367,9 +366,10 @@ mod tests {
 
     #[test]
     fn content_blocks() {
-        let raw: &RawValue =
-            serde_json::from_str(r#"{"role":"assistant","content":[{"type":"text","text":"a"},{"type":"image","x":1}]}"#)
-                .unwrap();
+        let raw: &RawValue = serde_json::from_str(
+            r#"{"role":"assistant","content":[{"type":"text","text":"a"},{"type":"image","x":1}]}"#,
+        )
+        .unwrap();
         let m = MessageBody::parse(raw).unwrap();
         assert!(matches!(&m.content[0], ContentBlock::Text(t) if t == "a"));
         assert!(matches!(&m.content[1], ContentBlock::Other(_)));

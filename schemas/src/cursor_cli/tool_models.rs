@@ -102,13 +102,7 @@ fn visit_field<T: Unmodeled>(path: &mut String, rust_name: &str, value: &T, out:
 }
 
 fn report_extra(path: &str, extra: &Extra, out: &mut Vec<String>) {
-    out.extend(extra.keys().map(|k| {
-        if path.is_empty() {
-            k.clone()
-        } else {
-            format!("{path}.{k}")
-        }
-    }));
+    out.extend(extra.keys().map(|k| if path.is_empty() { k.clone() } else { format!("{path}.{k}") }));
 }
 
 /// Declares wire models: camelCase, every field optional and omitted when `None`, unknown fields
@@ -625,11 +619,8 @@ impl TodoStatus {
             Some(p) if p.eq_ignore_ascii_case("TODO_STATUS_") => &t[12..],
             _ => t,
         };
-        let norm: String = rest
-            .chars()
-            .filter(|c| !matches!(c, '_' | '-' | ' '))
-            .map(|c| c.to_ascii_lowercase())
-            .collect();
+        let norm: String =
+            rest.chars().filter(|c| !matches!(c, '_' | '-' | ' ')).map(|c| c.to_ascii_lowercase()).collect();
         match norm.as_str() {
             "unspecified" => TodoStatus::Unspecified,
             "pending" => TodoStatus::Pending,
@@ -945,17 +936,11 @@ impl FailureResult {
     /// The most specific non-blank explanation: `errorMessage`, `error`, `reason`, `message`, then
     /// `stderr`.
     pub fn error_text(&self) -> Option<&str> {
-        [
-            &self.error_message,
-            &self.error,
-            &self.reason,
-            &self.message,
-            &self.stderr,
-        ]
-        .into_iter()
-        .flatten()
-        .map(String::as_str)
-        .find(|s| !s.trim().is_empty())
+        [&self.error_message, &self.error, &self.reason, &self.message, &self.stderr]
+            .into_iter()
+            .flatten()
+            .map(String::as_str)
+            .find(|s| !s.trim().is_empty())
     }
 }
 
@@ -966,10 +951,7 @@ pub const RESULT_SIBLING_KEYS: &[&str] = &["isBackground", "terminalsFolder", "p
 /// Whether a `result` arm reports success: `success`, plus the tool-specific success arms
 /// `startSuccess` / `saveSuccess` / `discardSuccess` (recordScreen) and `complete` (await).
 pub fn is_success_arm(arm: &str) -> bool {
-    matches!(
-        arm,
-        "success" | "startSuccess" | "saveSuccess" | "discardSuccess" | "complete"
-    )
+    matches!(arm, "success" | "startSuccess" | "saveSuccess" | "discardSuccess" | "complete")
 }
 
 // ------------------------------------------------------------------------------------------------
@@ -1115,14 +1097,9 @@ mod tests {
     #[test]
     fn unknown_fields_land_in_extra_at_any_depth() {
         let raw = r#"{"command":"ls","future":1,"parsingResult":{"executableCommands":[{"name":"ls","quoted":true}]}}"#;
-        let ToolArgs::Shell(a) = parse_args(ToolKind::Shell, raw).unwrap() else {
-            panic!("wrong kind")
-        };
+        let ToolArgs::Shell(a) = parse_args(ToolKind::Shell, raw).unwrap() else { panic!("wrong kind") };
         assert_eq!(a.extra.get("future"), Some(&Value::from(1)));
-        assert_eq!(
-            a.unmodeled_fields(),
-            vec!["parsingResult.executableCommands[0].quoted", "future"]
-        );
+        assert_eq!(a.unmodeled_fields(), vec!["parsingResult.executableCommands[0].quoted", "future"]);
         // Kept fields serialize back.
         let back = serde_json::to_value(ToolArgs::Shell(a)).unwrap();
         assert_eq!(back, serde_json::from_str::<Value>(raw).unwrap());
@@ -1161,10 +1138,7 @@ mod tests {
         let item: TodoItem = serde_json::from_str(r#"{"status":2,"createdAt":"1769942817550"}"#).unwrap();
         assert_eq!(item.status, Some(TodoStatus::Other("2".into())));
         assert_eq!(item.created_at, Some(Int(1_769_942_817_550)));
-        assert_eq!(
-            serde_json::to_string(&TodoStatus::InProgress).unwrap(),
-            r#""TODO_STATUS_IN_PROGRESS""#
-        );
+        assert_eq!(serde_json::to_string(&TodoStatus::InProgress).unwrap(), r#""TODO_STATUS_IN_PROGRESS""#);
     }
 
     #[test]
@@ -1181,15 +1155,7 @@ mod tests {
         for arm in ["success", "startSuccess", "saveSuccess", "discardSuccess", "complete"] {
             assert!(is_success_arm(arm), "{arm}");
         }
-        for arm in [
-            "failure",
-            "rejected",
-            "error",
-            "timeout",
-            "spawnError",
-            "permissionDenied",
-            "isBackground",
-        ] {
+        for arm in ["failure", "rejected", "error", "timeout", "spawnError", "permissionDenied", "isBackground"] {
             assert!(!is_success_arm(arm), "{arm}");
         }
     }

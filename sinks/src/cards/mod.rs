@@ -216,6 +216,9 @@ fn run_summary(status: RunStatus, t: &RunTotals) -> String {
     if t.error_cards > 0 {
         calls.push_str(&format!(", {}", plural(t.error_cards, "error", "errors")));
     }
+    if t.incomplete_calls > 0 {
+        calls.push_str(&format!(", {} incomplete", t.incomplete_calls));
+    }
     parts.push(calls);
     if let Some(ms) = t.duration_ms {
         parts.push(format!("{}.{}s", ms / 1000, (ms % 1000) / 100));

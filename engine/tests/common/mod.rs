@@ -1,0 +1,130 @@
+//! Shared helpers for the engine's integration tests: locating the shared fixtures (tests skip
+//! cleanly when `../shared` is absent), running the real `toolstream` binary, and collecting the
+//! output events of a replay through the library.
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output as ProcOutput, Stdio};
+use std::sync::{Arc, Mutex};
+
+use toolstream::pipeline::{Pipeline, PipelineOptions, Stats};
+use toolstream::source::Source;
+use toolstream_actors::run::CoordinatorConfig;
+use toolstream_schemas::OutputEvent;
+use toolstream_sinks::{Sink, SinkError};
+
+/// `../shared/fixtures/cursor-cli`, or `None` (with a note) when the shared folder is absent.
+pub fn cli_fixtures() -> Option<PathBuf> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/fixtures/cursor-cli");
+    if dir.is_dir() {
+        Some(dir)
+    } else {
+        eprintln!("note: {} is absent; skipping fixture test", dir.display());
+        None
+    }
+}
+
+/// Every `.jsonl` capture in the fixtures folder, sorted.
+pub fn cli_captures() -> Vec<PathBuf> {
+    let Some(dir) = cli_fixtures() else { return Vec::new() };
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
+        .collect();
+    files.sort();
+    files
+}
+
+pub fn example(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples").join(name)
+}
+
+pub struct Run {
+    pub stdout: String,
+    pub stderr: String,
+    pub code: i32,
+}
+
+/// Run the real binary with `args`, feeding `stdin` when given.
+pub fn toolstream(args: &[&str], stdin: Option<&[u8]>) -> Run {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_toolstream"));
+    cmd.args(args).stdout(Stdio::piped()).stderr(Stdio::piped());
+    cmd.stdin(if stdin.is_some() { Stdio::piped() } else { Stdio::null() });
+    let mut child = cmd.spawn().unwrap();
+    if let Some(bytes) = stdin {
+        use std::io::Write;
+        let mut pipe = child.stdin.take().unwrap();
+        let bytes = bytes.to_vec();
+        // Write on a thread so a large input cannot deadlock against a full stdout pipe.
+        let writer = std::thread::spawn(move || {
+            let _ = pipe.write_all(&bytes);
+        });
+        let out: ProcOutput = child.wait_with_output().unwrap();
+        writer.join().unwrap();
+        return Run::from(out);
+    }
+    Run::from(child.wait_with_output().unwrap())
+}
+
+impl From<ProcOutput> for Run {
+    fn from(o: ProcOutput) -> Self {
+        Run {
+            stdout: String::from_utf8(o.stdout).unwrap(),
+            stderr: String::from_utf8(o.stderr).unwrap(),
+            code: o.status.code().unwrap_or(-1),
+        }
+    }
+}
+
+/// A sink that keeps every event it is given.
+#[derive(Clone, Default)]
+pub struct Collect(pub Arc<Mutex<Vec<OutputEvent>>>);
+
+impl Sink for Collect {
+    fn name(&self) -> &'static str {
+        "collect"
+    }
+    fn write(&mut self, batch: &[OutputEvent]) -> Result<(), SinkError> {
+        self.0.lock().unwrap().extend_from_slice(batch);
+        Ok(())
+    }
+    fn flush(&mut self) -> Result<(), SinkError> {
+        Ok(())
+    }
+}
+
+/// Replay files through the library and return every output event and the stats.
+pub fn collect(files: &[&Path]) -> (Vec<OutputEvent>, Stats) {
+    let sink = Collect::default();
+    let mut p = Pipeline::new(PipelineOptions::default(), CoordinatorConfig::default(), vec![Box::new(sink.clone())]);
+    for f in files {
+        p.run_source(&Source::File(f.to_path_buf()), &mut |_| {}).unwrap();
+    }
+    let stats = p.finish();
+    let events = std::mem::take(&mut *sink.0.lock().unwrap());
+    (events, stats)
+}
+
+/// Replay bytes (written to a temp file) through the library.
+pub fn collect_bytes(bytes: &[u8]) -> (Vec<OutputEvent>, Stats) {
+    let dir = tempdir();
+    let path = dir.join("input.jsonl");
+    std::fs::write(&path, bytes).unwrap();
+    let out = collect(&[&path]);
+    let _ = std::fs::remove_dir_all(&dir);
+    out
+}
+
+/// A fresh temporary directory under the target dir.
+pub fn tempdir() -> PathBuf {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static N: AtomicU32 = AtomicU32::new(0);
+    let dir = std::env::temp_dir().join(format!(
+        "toolstream-test-{}-{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    ));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}

@@ -1,0 +1,133 @@
+//! Golden tests: `toolstream replay --color never` on real captures and on the project's demo,
+//! compared with reviewed snapshots (insta), plus explicit checks of what each snapshot must show.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+
+fn replay(path: &std::path::Path, extra: &[&str]) -> String {
+    let mut args = vec!["replay", "--color", "never"];
+    args.extend_from_slice(extra);
+    args.push(path.to_str().unwrap());
+    let run = common::toolstream(&args, None);
+    assert!(run.code == 0, "{}: exit {} {}", path.display(), run.code, run.stderr);
+    run.stdout
+}
+
+macro_rules! golden {
+    ($test:ident, $file:literal, |$out:ident| $checks:block) => {
+        #[test]
+        fn $test() {
+            let Some(dir) = common::cli_fixtures() else { return };
+            let $out = replay(&dir.join(concat!($file, ".jsonl")), &[]);
+            insta::assert_snapshot!(stringify!($test), $out);
+            $checks
+        }
+    };
+}
+
+fn count(haystack: &str, needle: &str) -> usize {
+    haystack.matches(needle).count()
+}
+
+golden!(pretool_refusal, "harness-mocks__pretool-refusal", |out| {
+    // Five hook-refused shells are error cards with their reason; the sixth succeeds.
+    assert_eq!(count(&out, "✗ $ echo "), 5);
+    for reason in ["USER-DENY-MSG", "PRE-BLOCK-MSG", "SHELL-BLOCK-MSG", "SHELL-USER-DENY-MSG"] {
+        assert!(out.contains(reason), "{reason}");
+    }
+    assert!(out.contains("● $ echo FINE\n    FINE\n"));
+    assert!(out.contains("6 cards, 5 errors"));
+});
+
+golden!(tool_failure, "harness-mocks__tool-failure", |out| {
+    assert!(out.contains("✗ $ false\n    Command exited with code 1\n"));
+    assert!(out.contains("✗ $ sh -c 'echo OOPS >&2; exit 3'\n    OOPS\n\n    Command exited with code 3\n"));
+    assert!(out.contains("✗ read <RUN>/missing-file.txt\n    File not found\n"));
+    assert!(out.contains("● edit <RUN>/note.txt added 1 line, removed 0 lines\n    +1 hi\n"));
+    assert_eq!(count(&out, "\nDONE\n"), 1, "the final text once");
+});
+
+golden!(partial_output_head50, "skill-eval-lab__run-0016__head50", |out| {
+    // Each piece of text once (deltas, then a consolidated repeat that is dropped).
+    assert_eq!(count(&out, "I'll find the roof quick calculator"), 1);
+    // The three parallel calls, never completed in this truncated capture.
+    assert_eq!(count(&out, "did not complete: SDK run failed"), 3);
+    assert!(out.contains("✗ error: missing result"));
+});
+
+golden!(mcp_and_unknown_tool, "harness-mocks__mcp", |out| {
+    assert!(out.contains("● Cursor getMcpTools\n"));
+    assert!(out.contains("● Cursor MCP echo\n    ECHOED: HELLO\n"));
+    // Raw call ids never reach users.
+    assert!(!out.contains("call-b2556144"));
+});
+
+golden!(file_tools, "harness-mocks__file-tools", |out| {
+    assert!(out.contains("● edit <RUN>/note.txt added 1 line, removed 1 line\n    -1 hi\n    +1 bye\n"));
+    assert!(out.contains("● read <RUN>/note.txt\n    hi\n"));
+});
+
+golden!(grep_delete, "harness-mocks__grep-delete", |out| {
+    assert!(out.contains("● Cursor grep NEEDLE\n"));
+    assert!(out.contains("● Cursor delete <RUN>/gone.txt\n"));
+});
+
+golden!(task_and_background_shell, "harness-mocks__task-stream-frames", |out| {
+    assert!(out.contains("● Cursor subagent Reply with PONG\n    PONG\n"));
+    assert!(out.contains("● Cursor await\n"));
+});
+
+golden!(completions_without_start, "agentsserver__captured-lines__NOT-contiguous", |out| {
+    // Completed lines with no started line (and one without args) still render.
+    assert!(out.contains("✗ $ python3 hello.py\n    Rejected: "));
+    assert!(out.contains("● $ python3 /private/tmp/cursor-research/hello.py\n    hello world\n"));
+});
+
+#[test]
+fn demo_collapsed_and_expanded() {
+    let demo = common::example("demo.jsonl");
+    let out = replay(&demo, &[]);
+    insta::assert_snapshot!("demo", out);
+    let expanded = replay(&demo, &["--expanded"]);
+    insta::assert_snapshot!("demo_expanded", expanded);
+    assert!(out.contains("✗ $ npm test -- --silent"));
+    assert!(expanded.contains("Command exited with code 1"));
+    assert!(out.contains("-12   return Math.round(cents * rate) / 100;"));
+}
+
+#[test]
+fn color_always_colours_and_never_does_not() {
+    let demo = common::example("demo.jsonl");
+    let plain = replay(&demo, &[]);
+    assert!(!plain.contains('\x1b'));
+    let run = common::toolstream(&["replay", "--color", "always", demo.to_str().unwrap()], None);
+    assert!(run.stdout.contains("\x1b[31m"), "error colour");
+    assert!(run.stdout.contains("\x1b[32m+12"), "added diff line colour");
+    // Stripping the escapes gives the plain output back.
+    let stripped = strip_ansi(&run.stdout);
+    assert_eq!(stripped, plain);
+}
+
+fn strip_ansi(s: &str) -> String {
+    let mut out = String::new();
+    let mut chars = s.chars();
+    while let Some(c) = chars.next() {
+        if c == '\x1b' {
+            for d in chars.by_ref() {
+                if d == 'm' {
+                    break;
+                }
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+#[test]
+fn replays_are_byte_identical() {
+    for path in common::cli_captures() {
+        assert_eq!(replay(&path, &[]), replay(&path, &[]), "{}", path.display());
+    }
+}

@@ -127,16 +127,18 @@ fn assemble(ctx: &CardContext<'_>, tool: &Tool, r: Rendered, raw_args: Option<Va
         _ => format!("{title} {summary}"),
     };
     let content = bound_transcript(&sc.scrub(&r.body)).into_owned();
+    // Web activity stays a title line when collapsed; an error still shows why.
+    let summary_only = r.summary_only && !r.is_error;
 
     let (preview_lines, preview_hidden, diff, diff_hidden) = match r.diff.as_deref() {
         Some(d) => {
             let parsed = parse_unified(&sc.scrub(d));
             let (collapsed, c_more) = styled_diff(&parsed, false);
             let (expanded, e_more) = styled_diff(&parsed, true);
-            let (preview_lines, preview_hidden) = if r.summary_only { (Vec::new(), 0) } else { (collapsed, c_more) };
+            let (preview_lines, preview_hidden) = if summary_only { (Vec::new(), 0) } else { (collapsed, c_more) };
             (preview_lines, preview_hidden, expanded, e_more)
         }
-        None if r.summary_only => (Vec::new(), 0, Vec::new(), 0),
+        None if summary_only => (Vec::new(), 0, Vec::new(), 0),
         None => {
             let p = preview(&content, false);
             let lines = p.lines.into_iter().map(|text| StyledLine { kind: LineKind::Plain, text }).collect();

@@ -36,8 +36,9 @@ pub enum Completion {
 pub struct CallTable {
     started: Vec<StartedCall>,
     completed_ids: HashSet<String>,
-    /// Display fingerprints `(tool, args, result)` of id-less completions.
-    completed_idless: HashSet<u64>,
+    /// Display fingerprints `(tool, args, result)` of every completion so far (args merged from
+    /// the start), against which id-less reports are deduplicated.
+    completed_display: HashSet<u64>,
 }
 
 pub fn fingerprint(tool: &Tool, args: Option<&RawJson>) -> Option<u64> {
@@ -48,10 +49,10 @@ pub fn fingerprint(tool: &Tool, args: Option<&RawJson>) -> Option<u64> {
     Some(h.finish())
 }
 
-fn display_fingerprint(ev: &ToolEvent) -> u64 {
+fn display_fingerprint(ev: &ToolEvent, args: Option<&RawJson>) -> u64 {
     let mut h = DefaultHasher::new();
     ev.tool.name().hash(&mut h);
-    ev.args.as_ref().map(|a| a.get()).hash(&mut h);
+    args.map(|a| a.get()).hash(&mut h);
     if let Some(r) = &ev.result {
         r.status.as_str().hash(&mut h);
         r.value.get().hash(&mut h);
@@ -88,16 +89,32 @@ impl CallTable {
 
     /// Match a completion to its start (SPEC §5.2).
     pub fn complete(&mut self, ev: &ToolEvent) -> Completion {
+        let outcome = self.match_start(ev);
+        let args = match &outcome {
+            Completion::Matched(s) => ev.args.as_ref().or(s.args.as_ref()),
+            _ => ev.args.as_ref(),
+        };
+        let display = display_fingerprint(ev, args);
+        match outcome {
+            Completion::Duplicate(why) => Completion::Duplicate(why),
+            _ if ev.call_id.is_empty() && !self.completed_display.insert(display) => {
+                Completion::Duplicate("same tool, args and result as an earlier report, without a call id")
+            }
+            other => {
+                self.completed_display.insert(display);
+                other
+            }
+        }
+    }
+
+    fn match_start(&mut self, ev: &ToolEvent) -> Completion {
         if !ev.call_id.is_empty() {
-            if self.completed_ids.contains(&ev.call_id) {
+            if !self.completed_ids.insert(ev.call_id.clone()) {
                 return Completion::Duplicate("repeated call id");
             }
-            self.completed_ids.insert(ev.call_id.clone());
             if let Some(i) = self.started.iter().position(|c| c.call_id == ev.call_id) {
                 return Completion::Matched(self.started.remove(i));
             }
-        } else if !self.completed_idless.insert(display_fingerprint(ev)) {
-            return Completion::Duplicate("same tool, args and result without a call id");
         }
         // Unknown id: the first still-started call with the same fingerprint; for shells only when
         // exactly one started shell has it (identical concurrent shells are never joined).
@@ -172,6 +189,18 @@ mod tests {
         // By id both still complete, and render twice.
         assert!(matches!(t.complete(&ev("a", ToolKind::Shell, None)), Completion::Matched(_)));
         assert!(matches!(t.complete(&ev("b", ToolKind::Shell, None)), Completion::Matched(_)));
+    }
+
+    #[test]
+    fn idless_repeat_of_an_id_completion_is_a_duplicate_but_two_real_calls_are_not() {
+        let mut t = CallTable::default();
+        t.start(&ev("a", ToolKind::Read, Some(r#"{"path":"x"}"#)), 0);
+        // The delta completion carries only the id; the step repeats it with args and no id.
+        assert!(matches!(t.complete(&ev("a", ToolKind::Read, None)), Completion::Matched(_)));
+        assert!(matches!(t.complete(&ev("", ToolKind::Read, Some(r#"{"path":"x"}"#))), Completion::Duplicate(_)));
+        // Two distinct calls with identical output render twice.
+        assert!(matches!(t.complete(&ev("b", ToolKind::Shell, Some(r#"{"command":"date"}"#))), Completion::Unmatched));
+        assert!(matches!(t.complete(&ev("c", ToolKind::Shell, Some(r#"{"command":"date"}"#))), Completion::Unmatched));
     }
 
     #[test]

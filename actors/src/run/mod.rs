@@ -142,6 +142,10 @@ struct Run {
     block: Block,
     /// The current message holds cards: it ends with `toolUse` before more content.
     batch_open: bool,
+    /// The current message has emitted text.
+    msg_has_text: bool,
+    /// A text boundary passed: the next text of this message starts after a blank line.
+    separate_next_text: bool,
     dedupe: SegmentDedupe,
     /// All assistant text emitted in this run.
     emitted_text: String,
@@ -167,6 +171,8 @@ impl Run {
             message_open: false,
             block: Block::None,
             batch_open: false,
+            msg_has_text: false,
+            separate_next_text: false,
             dedupe: SegmentDedupe::default(),
             emitted_text: String::new(),
             calls: CallTable::default(),
@@ -238,9 +244,9 @@ impl Run {
                 }
             }
             Input::TextBoundary => {
-                if self.block == Block::Text {
-                    self.end_block(out);
-                }
+                // The next text of this message starts after a blank line (SPEC §1.2); nothing
+                // trails the last block, so a final answer has no trailing whitespace.
+                self.separate_next_text = self.message_open && self.msg_has_text;
             }
             Input::ToolStarted(t) | Input::ToolPartial(t) => {
                 let now = self.now;
@@ -281,11 +287,15 @@ impl Run {
         self.emit(out, Output::Diagnostic { phase: phase.into(), fields });
     }
 
-    fn emit_text(&mut self, out: &mut Vec<OutputEvent>, text: String) {
+    fn emit_text(&mut self, out: &mut Vec<OutputEvent>, mut text: String) {
         if text.is_empty() {
             return;
         }
         self.open_block(out, Block::Text);
+        if std::mem::take(&mut self.separate_next_text) {
+            text.insert_str(0, "\n\n");
+        }
+        self.msg_has_text = true;
         self.msg_output_units += utf16_len(&text);
         self.emitted_text.push_str(&text);
         let turn = self.turn;
@@ -327,6 +337,8 @@ impl Run {
         self.totals.messages += 1;
         self.message_open = false;
         self.batch_open = false;
+        self.msg_has_text = false;
+        self.separate_next_text = false;
         self.turn += 1;
     }
 
@@ -465,3 +477,6 @@ fn kind_str(k: toolstream_schemas::SegmentKind) -> &'static str {
 fn utf16_len(s: &str) -> u64 {
     s.chars().map(|c| c.len_utf16() as u64).sum()
 }
+
+#[cfg(test)]
+mod tests;

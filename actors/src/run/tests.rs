@@ -1,0 +1,256 @@
+//! Scenario tests of the run coordinator: small input streams in, output events checked.
+
+use std::sync::Arc;
+
+use serde_json::value::RawValue;
+use toolstream_schemas::{
+    Input, InputEvent, Output, OutputEvent, ResultStatus, RunEnd, RunStart, RunStatus, SegmentKind, SourcePos,
+    StopReason, Tool, ToolEvent, ToolKind, ToolResult,
+};
+
+use super::{Coordinator, CoordinatorConfig};
+
+fn ev(session: &str, at: u64, kind: Input) -> InputEvent {
+    InputEvent { session: Arc::from(session), at_ms: Some(at), pos: SourcePos::default(), kind }
+}
+
+fn raw(s: &str) -> Box<RawValue> {
+    RawValue::from_string(s.to_owned()).unwrap()
+}
+
+fn tool(id: &str, kind: ToolKind, args: Option<&str>, result: Option<(&str, &str)>) -> Box<ToolEvent> {
+    Box::new(ToolEvent {
+        call_id: id.into(),
+        tool: Tool::Known(kind),
+        wire_name: kind.spec().cli_key.into(),
+        args: args.map(raw),
+        result: result.map(|(arm, v)| ToolResult { status: ResultStatus::from_key(arm), value: raw(v), extra: vec![] }),
+        model_call_id: None,
+        started_at_ms: None,
+        completed_at_ms: None,
+        extra: vec![],
+    })
+}
+
+fn end(status: RunStatus, result: Option<&str>) -> Input {
+    Input::RunEnded(RunEnd {
+        status,
+        result_text: result.map(str::to_owned),
+        usage: None,
+        error: (status != RunStatus::Finished).then(|| "boom".to_owned()),
+        duration_ms: None,
+        extra: vec![],
+    })
+}
+
+fn run(events: Vec<InputEvent>) -> Vec<OutputEvent> {
+    let mut c = Coordinator::new(CoordinatorConfig::default());
+    let mut out = Vec::new();
+    for e in events {
+        c.handle(e, &mut out);
+    }
+    c.finish(&mut out);
+    out
+}
+
+/// A compact trace: one short string per output event that matters here.
+fn trace(out: &[OutputEvent]) -> Vec<String> {
+    out.iter()
+        .filter_map(|e| {
+            Some(match &e.kind {
+                Output::RunOpened { .. } => "open".into(),
+                Output::MessageStarted { turn } => format!("msg{turn}"),
+                Output::Text { delta, .. } => format!("text:{delta}"),
+                Output::Thinking { delta, .. } => format!("think:{delta}"),
+                Output::Card(c) => format!("card:{}{}", c.headline, if c.is_error { "!" } else { "" }),
+                Output::IncompleteCall(i) => format!("incomplete:{}:{}:{}", i.title, i.reason.as_str(), i.visible),
+                Output::MessageEnded { stop_reason, .. } => format!("end:{stop_reason:?}"),
+                Output::RunClosed { status, .. } => format!("closed:{}", status.as_str()),
+                _ => return None,
+            })
+        })
+        .collect()
+}
+
+const S: &str = "s1";
+
+fn start() -> InputEvent {
+    ev(S, 0, Input::RunStarted(RunStart { cwd: Some("/w".into()), ..RunStart::default() }))
+}
+
+#[test]
+fn consolidated_segment_repeating_deltas_is_dropped_and_final_text_not_repeated() {
+    let out = run(vec![
+        start(),
+        ev(S, 1, Input::TextDelta { text: "Hello".into() }),
+        ev(S, 2, Input::TextDelta { text: " world".into() }),
+        ev(S, 3, Input::TextSegment { kind: SegmentKind::Consolidated, text: "Hello world".into() }),
+        ev(S, 4, end(RunStatus::Finished, Some("Hello world"))),
+    ]);
+    assert_eq!(trace(&out), ["open", "msg0", "text:Hello", "text: world", "end:Stop", "closed:finished"]);
+}
+
+#[test]
+fn result_extending_the_streamed_text_emits_only_the_rest() {
+    let out = run(vec![
+        start(),
+        ev(S, 1, Input::TextDelta { text: "Disconnect".into() }),
+        ev(S, 2, end(RunStatus::Finished, Some("Disconnecting the CDP session..."))),
+    ]);
+    assert_eq!(
+        trace(&out),
+        ["open", "msg0", "text:Disconnect", "text:ing the CDP session...", "end:Stop", "closed:finished"]
+    );
+}
+
+#[test]
+fn completed_calls_split_the_turn_with_tool_use() {
+    let out = run(vec![
+        start(),
+        ev(S, 1, Input::ThinkingDelta { text: "hmm".into() }),
+        ev(S, 2, Input::TextDelta { text: "Looking.".into() }),
+        ev(S, 3, Input::ToolStarted(tool("a", ToolKind::Shell, Some(r#"{"command":"ls"}"#), None))),
+        ev(S, 4, Input::ToolStarted(tool("b", ToolKind::Read, Some(r#"{"path":"/w/x"}"#), None))),
+        ev(S, 5, Input::ToolCompleted(tool("b", ToolKind::Read, None, Some(("success", r#"{"content":"1"}"#))))),
+        ev(S, 6, Input::ToolCompleted(tool("a", ToolKind::Shell, None, Some(("success", r#"{"exitCode":2}"#))))),
+        ev(S, 7, Input::TextSegment { kind: SegmentKind::Final, text: "Done.".into() }),
+        ev(S, 8, end(RunStatus::Finished, Some("Looking.Done."))),
+    ]);
+    assert_eq!(
+        trace(&out),
+        [
+            "open",
+            "msg0",
+            "think:hmm",
+            "text:Looking.",
+            // completion order; args taken from the starts
+            "card:read x",
+            "card:$ ls!",
+            "end:ToolUse",
+            "msg1",
+            "text:Done.",
+            "end:Stop",
+            "closed:finished"
+        ]
+    );
+}
+
+#[test]
+fn stale_fast_local_start_is_suppressed_after_text_but_a_stale_shell_is_shown() {
+    let out = run(vec![
+        start(),
+        ev(S, 1, Input::ToolStarted(tool("r", ToolKind::Read, Some(r#"{"path":"/w/a"}"#), None))),
+        ev(S, 2, Input::ToolStarted(tool("s", ToolKind::Shell, Some(r#"{"command":"sleep 9"}"#), None))),
+        ev(S, 3, Input::TextDelta { text: "Answer.".into() }),
+        ev(S, 4, end(RunStatus::Finished, Some("Answer."))),
+    ]);
+    assert_eq!(
+        trace(&out),
+        [
+            "open",
+            "msg0",
+            "text:Answer.",
+            "incomplete:Cursor read:no-completion-at-run-end:false",
+            "incomplete:Cursor shell:no-completion-at-run-end:true",
+            "card:$ sleep 9 did not complete: missing completion!",
+            "end:Stop",
+            "closed:finished"
+        ]
+    );
+}
+
+#[test]
+fn without_text_even_a_stale_read_is_shown() {
+    let out = run(vec![
+        start(),
+        ev(S, 1, Input::ToolStarted(tool("r", ToolKind::Read, Some(r#"{"path":"/w/a"}"#), None))),
+        ev(S, 2, end(RunStatus::Finished, None)),
+    ]);
+    assert!(trace(&out).contains(&"incomplete:Cursor read:no-completion-at-run-end:true".to_owned()));
+}
+
+#[test]
+fn eof_without_result_fails_the_run_and_cancel_aborts() {
+    let out =
+        run(vec![start(), ev(S, 1, Input::ToolStarted(tool("a", ToolKind::Mcp, Some(r#"{"toolName":"x"}"#), None)))]);
+    let t = trace(&out);
+    assert_eq!(t.last().map(String::as_str), Some("closed:error"));
+    assert!(t.contains(&"incomplete:Cursor MCP:sdk-failure:true".to_owned()), "{t:?}");
+    assert!(t.contains(&"end:Error".to_owned()));
+
+    let mut c = Coordinator::new(CoordinatorConfig::default());
+    let mut out = Vec::new();
+    c.handle(start(), &mut out);
+    c.handle(ev(S, 1, Input::ToolStarted(tool("a", ToolKind::Task, Some("{}"), None))), &mut out);
+    c.cancel_all(&mut out);
+    c.finish(&mut out); // nothing left to close
+    let t = trace(&out);
+    assert!(t.contains(&"incomplete:Cursor subagent:abort:true".to_owned()), "{t:?}");
+    assert_eq!(t.iter().filter(|l| l.starts_with("closed:")).count(), 1);
+    assert!(t.contains(&"end:Aborted".to_owned()));
+    assert_eq!(c.runs_open(), 0);
+}
+
+#[test]
+fn a_new_run_before_result_closes_the_previous_one() {
+    let out = run(vec![
+        start(),
+        ev(S, 1, Input::TextDelta { text: "one".into() }),
+        start(),
+        ev(S, 2, Input::TextDelta { text: "two".into() }),
+        ev(S, 3, end(RunStatus::Finished, None)),
+    ]);
+    let closed: Vec<(u32, RunStatus)> = out
+        .iter()
+        .filter_map(|e| match &e.kind {
+            Output::RunClosed { status, .. } => Some((e.run.seq, *status)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(closed, vec![(1, RunStatus::Error), (2, RunStatus::Finished)]);
+}
+
+#[test]
+fn sessions_are_independent_and_short_ids_do_not_collide() {
+    // `Read_3` repeats across sessions: call state is keyed by (session, call id).
+    let out = run(vec![
+        ev("x", 0, Input::RunStarted(RunStart::default())),
+        ev("y", 0, Input::RunStarted(RunStart::default())),
+        ev("x", 1, Input::ToolStarted(tool("Read_3", ToolKind::Read, Some(r#"{"path":"a"}"#), None))),
+        ev("y", 1, Input::ToolStarted(tool("Read_3", ToolKind::Read, Some(r#"{"path":"b"}"#), None))),
+        ev("y", 2, Input::ToolCompleted(tool("Read_3", ToolKind::Read, None, Some(("success", "{}"))))),
+        ev("x", 2, Input::ToolCompleted(tool("Read_3", ToolKind::Read, None, Some(("success", "{}"))))),
+        ev("x", 3, end(RunStatus::Finished, None)),
+        ev("y", 3, end(RunStatus::Finished, None)),
+    ]);
+    let cards: Vec<(String, String)> = out
+        .iter()
+        .filter_map(|e| match &e.kind {
+            Output::Card(c) => Some((e.run.session.to_string(), c.headline.clone())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(cards, vec![("y".to_owned(), "read b".to_owned()), ("x".to_owned(), "read a".to_owned())]);
+}
+
+#[test]
+fn a_repeated_completion_renders_once() {
+    let done = || tool("a", ToolKind::Ls, Some(r#"{"path":"/w"}"#), Some(("success", "{}")));
+    let out = run(vec![
+        start(),
+        ev(S, 1, Input::ToolCompleted(done())),
+        ev(S, 2, Input::ToolCompleted(done())),
+        ev(S, 3, end(RunStatus::Finished, None)),
+    ]);
+    assert_eq!(trace(&out).iter().filter(|l| l.starts_with("card:")).count(), 1);
+}
+
+#[test]
+fn failed_runs_end_their_last_message_with_the_scrubbed_error() {
+    let out = run(vec![start(), ev(S, 1, end(RunStatus::Error, None))]);
+    let err = out.iter().find_map(|e| match &e.kind {
+        Output::MessageEnded { stop_reason: StopReason::Error, error, .. } => error.clone(),
+        _ => None,
+    });
+    assert_eq!(err.as_deref(), Some("boom"));
+}

@@ -5,6 +5,7 @@
 pub mod cursor_cli;
 pub mod cursor_sdk;
 pub mod event;
+pub mod ids;
 pub mod num;
 pub mod tools;
 

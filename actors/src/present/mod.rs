@@ -5,5 +5,4 @@ pub mod bodies;
 pub mod bounds;
 pub mod card;
 pub mod diff;
-pub mod ids;
 pub mod scrub;

@@ -18,7 +18,7 @@ use toolstream_schemas::{
 
 use crate::present::bounds::estimate_tokens;
 use crate::present::card::{build_card, incomplete_card, CardContext};
-use crate::present::ids::{call_ref, run_label};
+use toolstream_schemas::ids::{call_ref, run_label};
 use crate::present::scrub::Scrubber;
 use calls::{CallTable, Completion};
 use text::SegmentDedupe;

@@ -2,7 +2,7 @@
 //! never printed), and the short run label used in replay ids.
 
 use sha2::{Digest, Sha256};
-use toolstream_schemas::CallRef;
+use crate::event::{CallRef, RunId};
 
 /// First 8 hex digits of `sha256(s)`.
 pub fn hash8(s: &str) -> String {
@@ -23,6 +23,13 @@ pub fn call_ref(call_id: &str) -> CallRef {
 /// `<hash8(session)>-<seq>`: short, stable, and unique per run within a session.
 pub fn run_label(session: &str, seq: u32) -> String {
     format!("{}-{seq}", hash8(session))
+}
+
+impl RunId {
+    /// The run's short label (see [`run_label`]); used in replay ids and traces.
+    pub fn label(&self) -> String {
+        run_label(&self.session, self.seq)
+    }
 }
 
 #[cfg(test)]

@@ -3,6 +3,10 @@
 //! wiring and the CLI; the binary is `toolstream`.
 
 pub mod cli;
+pub mod clock;
+pub mod config;
 pub mod decode;
 pub mod pipeline;
+pub mod shard;
+pub mod sinks;
 pub mod source;

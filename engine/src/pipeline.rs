@@ -1,20 +1,30 @@
-//! Wiring: sources → framing → decoding → run coordination → fan-out to sinks, with decode-error
-//! reporting, `--strict`, per-source end-of-input handling, stats, and flush on shutdown.
+//! Wiring: sources → framing → decoding → event time → shards (by `session_id`) → stage actors
+//! → fan-out → sink threads; decode-error reporting, `--strict`, end of each source, ticks for
+//! live input, cancellation, shutdown and flush, and the stats of what went through.
 //!
-//! This is the single-threaded path; every run is still closed exactly once and every sink
-//! flushed, whatever the input does.
+//! The calling thread reads and decodes; each shard is an actix System on its own thread; each
+//! sink has its own thread. Every queue between them is bounded.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
+use crossbeam_channel::{bounded, Sender};
 use serde::Serialize;
-use toolstream_actors::run::{Coordinator, CoordinatorConfig};
-use toolstream_schemas::{InputEvent, Output, OutputEvent, RunId, Tool};
-use toolstream_sinks::{Sink, SinkError};
+use toolstream_actors::item::Item;
+use toolstream_actors::shard::ShardConfig;
+use toolstream_sinks::Sink;
 
+use crate::clock::{ClockMode, EventTime, Extrapolator, Pacer};
 use crate::decode::framing::{LineReader, DEFAULT_MAX_LINE_BYTES};
 use crate::decode::{DecodeError, Decoder, Format};
+use crate::shard::{shard_of, DoorMsg, Shard};
+use crate::sinks::{OutputCounts, SinkMsg, SinkThread, StatsSink};
 use crate::source::Source;
+
+/// How often live sources tick (ms of wall time).
+const TICK_MS: u64 = 25;
 
 /// How a pipeline reads.
 #[derive(Clone, Debug)]
@@ -25,13 +35,27 @@ pub struct PipelineOptions {
     pub format: Option<Format>,
     /// Longest line accepted; longer lines are skipped and reported.
     pub max_line_bytes: usize,
-    /// Lines decoded before outputs are handed to sinks (files; live input hands over every line).
-    pub batch_lines: usize,
+    /// Items per batch handed to a shard (live input hands over every line).
+    pub batch_items: usize,
+    /// Number of shards (≥ 1).
+    pub shards: usize,
+    /// Pace recordings by their recorded times.
+    pub realtime: bool,
+    /// Settings of every shard's stages.
+    pub shard: ShardConfig,
 }
 
 impl Default for PipelineOptions {
     fn default() -> Self {
-        PipelineOptions { strict: false, format: None, max_line_bytes: DEFAULT_MAX_LINE_BYTES, batch_lines: 512 }
+        PipelineOptions {
+            strict: false,
+            format: None,
+            max_line_bytes: DEFAULT_MAX_LINE_BYTES,
+            batch_items: 512,
+            shards: std::thread::available_parallelism().map_or(1, usize::from),
+            realtime: false,
+            shard: ShardConfig::default(),
+        }
     }
 }
 
@@ -42,6 +66,8 @@ pub enum PipelineError {
     Read { source_name: String, error: std::io::Error },
     #[error("stopped at the first decode error (--strict): {0}")]
     Strict(DecodeError),
+    #[error("cannot start the engine: {0}")]
+    Start(std::io::Error),
 }
 
 /// Per-source counts.
@@ -76,32 +102,81 @@ pub struct Stats {
 
 const MAX_ERROR_SAMPLES: usize = 100;
 
-struct SinkSlot {
-    sink: Box<dyn Sink>,
-    failed: bool,
+/// Stops a running pipeline from another thread (Ctrl-C): every open run is cancelled and every
+/// sink flushed before `cancel` returns.
+#[derive(Clone)]
+pub struct Canceller {
+    doors: Vec<Sender<DoorMsg>>,
+    sink_queues: Vec<Sender<SinkMsg>>,
+    stop: Arc<AtomicBool>,
 }
 
-/// One pipeline: a coordinator and its sinks.
+impl Canceller {
+    pub fn cancel(&self) {
+        self.stop.store(true, Ordering::SeqCst);
+        for door in &self.doors {
+            let _ = door.send(DoorMsg::Items(vec![Item::Cancel]));
+        }
+        for door in &self.doors {
+            let (tx, rx) = bounded(1);
+            if door.send(DoorMsg::Sync(tx)).is_ok() {
+                let _ = rx.recv();
+            }
+        }
+        for q in &self.sink_queues {
+            let (tx, rx) = bounded(1);
+            if q.send(SinkMsg::Flush(tx)).is_ok() {
+                let _ = rx.recv_timeout(Duration::from_secs(10));
+            }
+        }
+    }
+
+    /// Whether cancellation was requested.
+    pub fn is_cancelled(&self) -> bool {
+        self.stop.load(Ordering::SeqCst)
+    }
+}
+
+/// One pipeline: its shards and its sinks.
 pub struct Pipeline {
     opts: PipelineOptions,
-    coordinator: Coordinator,
-    sinks: Vec<SinkSlot>,
+    shards: Vec<Shard>,
+    sinks: Vec<SinkThread>,
+    counts: Arc<Mutex<OutputCounts>>,
+    time: EventTime,
+    stop: Arc<AtomicBool>,
     stats: Stats,
-    inputs: Vec<InputEvent>,
-    outputs: Vec<OutputEvent>,
-    diag_run: Arc<RunId>,
 }
 
 impl Pipeline {
-    pub fn new(opts: PipelineOptions, cfg: CoordinatorConfig, sinks: Vec<Box<dyn Sink>>) -> Self {
-        Pipeline {
+    /// Start the shards and sink threads.
+    pub fn new(opts: PipelineOptions, sinks: Vec<Box<dyn Sink>>) -> Result<Self, PipelineError> {
+        let counts = Arc::new(Mutex::new(OutputCounts::default()));
+        let mut threads = vec![SinkThread::start(Box::new(StatsSink(counts.clone()))).map_err(PipelineError::Start)?];
+        for sink in sinks {
+            threads.push(SinkThread::start(sink).map_err(PipelineError::Start)?);
+        }
+        let queues: Vec<Sender<SinkMsg>> = threads.iter().map(SinkThread::queue).collect();
+        let mut shards = Vec::new();
+        for i in 0..opts.shards.max(1) {
+            shards.push(Shard::start(i, opts.shard.clone(), queues.clone()).map_err(PipelineError::Start)?);
+        }
+        Ok(Pipeline {
             opts,
-            coordinator: Coordinator::new(cfg),
-            sinks: sinks.into_iter().map(|sink| SinkSlot { sink, failed: false }).collect(),
+            shards,
+            sinks: threads,
+            counts,
+            time: EventTime::default(),
+            stop: Arc::new(AtomicBool::new(false)),
             stats: Stats::default(),
-            inputs: Vec::new(),
-            outputs: Vec::new(),
-            diag_run: Arc::new(RunId { session: Arc::from(""), seq: 0 }),
+        })
+    }
+
+    pub fn canceller(&self) -> Canceller {
+        Canceller {
+            doors: self.shards.iter().filter_map(Shard::door).collect(),
+            sink_queues: self.sinks.iter().map(SinkThread::queue).collect(),
+            stop: self.stop.clone(),
         }
     }
 
@@ -110,38 +185,76 @@ impl Pipeline {
     pub fn run_source(&mut self, source: &Source, on_error: &mut dyn FnMut(&DecodeError)) -> Result<(), PipelineError> {
         let name = source.name();
         let reader = source.open().map_err(|error| PipelineError::Read { source_name: name.clone(), error })?;
+        let mode = if self.opts.realtime {
+            ClockMode::Realtime
+        } else if source.is_live() {
+            ClockMode::Live
+        } else {
+            ClockMode::EventTime
+        };
+        let live = mode != ClockMode::EventTime;
+        let extrapolator = Arc::new(Mutex::new(Extrapolator::default()));
+        let ticker = mode
+            .ticks()
+            .then(|| Ticker::start(self.shards.iter().filter_map(Shard::door).collect(), extrapolator.clone()));
+        let mut pacer = Pacer::default();
+
         let mut lines = LineReader::with_max_line(reader, self.opts.max_line_bytes);
         let mut decoder = Decoder::new(name.clone(), self.opts.format);
         decoder.set_max_line(self.opts.max_line_bytes);
-        let batch = if source.is_live() { 1 } else { self.opts.batch_lines.max(1) };
         let mut file = SourceStats { source: name.clone(), ..SourceStats::default() };
-        let mut in_batch = 0;
+        let mut pending: Vec<Vec<Item>> = (0..self.shards.len()).map(|_| Vec::new()).collect();
+        let mut events = Vec::new();
+        let batch = if live { 1 } else { self.opts.batch_items.max(1) };
         let outcome = loop {
+            if self.stop.load(Ordering::SeqCst) {
+                break Ok(());
+            }
             let frame = match lines.next_frame() {
                 Ok(Some(f)) => f,
                 Ok(None) => break Ok(()),
                 Err(error) => break Err(PipelineError::Read { source_name: name.clone(), error }),
             };
             file.lines += 1;
-            if let Err(e) = decoder.decode_frame(frame, &mut self.inputs) {
+            if let Err(e) = decoder.decode_frame(frame, &mut events) {
                 file.decode_errors += 1;
-                self.record_decode_error(&e);
                 on_error(&e);
+                let at_ms = self.time.latest();
+                pending[0].push(decode_error_item(&e, at_ms));
+                self.record_decode_error(&e);
                 if self.opts.strict {
                     break Err(PipelineError::Strict(e));
                 }
             }
-            in_batch += 1;
-            if in_batch >= batch {
-                in_batch = 0;
-                self.process_inputs();
-                self.deliver(source.is_live());
+            for mut ev in events.drain(..) {
+                let t = self.time.stamp(&mut ev);
+                if mode == ClockMode::Realtime {
+                    std::thread::sleep(pacer.delay(t));
+                }
+                if live {
+                    if let Ok(mut x) = extrapolator.lock() {
+                        x.observe(t);
+                    }
+                }
+                self.stats.input_events += 1;
+                let k = shard_of(&ev.session, self.shards.len());
+                pending[k].push(Item::Input(ev));
+            }
+            for (k, items) in pending.iter_mut().enumerate() {
+                if items.len() >= batch {
+                    self.shards[k].send(std::mem::take(items));
+                }
             }
         };
-        self.process_inputs();
+        drop(ticker);
         // End of this source: whatever is still open ended without its `result`.
-        self.coordinator.finish(&mut self.outputs);
-        self.deliver(true);
+        for (k, mut items) in pending.into_iter().enumerate() {
+            items.push(Item::EndOfSource);
+            self.shards[k].send(items);
+        }
+        for s in &self.shards {
+            s.sync();
+        }
         file.bytes = lines.position();
         file.format = decoder.format().map(Format::as_str);
         self.stats.lines += file.lines;
@@ -151,96 +264,80 @@ impl Pipeline {
         outcome
     }
 
-    /// Cancel every open run (Ctrl-C) and deliver what that produces.
-    pub fn cancel(&mut self) {
-        self.coordinator.cancel_all(&mut self.outputs);
-        self.deliver(true);
-    }
-
-    /// Flush every sink and return the stats.
-    pub fn finish(mut self) -> Stats {
-        self.coordinator.finish(&mut self.outputs);
-        self.deliver(false);
-        for slot in &mut self.sinks {
-            if !slot.failed {
-                if let Err(e) = slot.sink.flush() {
-                    self.stats.sink_errors.push(e.to_string());
-                }
-            }
-        }
-        self.stats.runs = self.coordinator.runs_closed();
-        self.stats
-    }
-
     fn record_decode_error(&mut self, e: &DecodeError) {
         if self.stats.decode_error_samples.len() < MAX_ERROR_SAMPLES {
             self.stats.decode_error_samples.push(e.to_string());
         }
-        let mut fields = serde_json::Map::new();
-        fields.insert("source".into(), e.source_name.as_ref().into());
-        fields.insert("line".into(), e.line_no.into());
-        fields.insert("byteOffset".into(), e.byte_offset.into());
-        fields.insert("reason".into(), e.reason.clone().into());
-        self.outputs.push(OutputEvent {
-            run: self.diag_run.clone(),
-            at_ms: 0,
-            kind: Output::Diagnostic { phase: "decode_error".into(), fields },
-        });
     }
 
-    fn process_inputs(&mut self) {
-        self.stats.input_events += self.inputs.len() as u64;
-        for ev in self.inputs.drain(..) {
-            self.coordinator.handle(ev, &mut self.outputs);
-        }
+    /// Cancel every open run (as Ctrl-C does) and deliver what that produces.
+    pub fn cancel(&mut self) {
+        self.canceller().cancel();
     }
 
-    /// Hand the pending outputs to every healthy sink (flushing them when `flush`); a failing sink
-    /// is reported and isolated.
-    fn deliver(&mut self, flush: bool) {
-        if self.outputs.is_empty() {
-            return;
+    /// Drain every shard, stop it, flush every sink and return the stats.
+    pub fn finish(mut self) -> Stats {
+        for s in self.shards.drain(..) {
+            s.stop();
         }
-        self.count_outputs();
-        for slot in &mut self.sinks {
-            if slot.failed {
-                continue;
-            }
-            let mut res: Result<(), SinkError> = slot.sink.write(&self.outputs);
-            if flush && res.is_ok() {
-                res = slot.sink.flush();
-            }
-            if let Err(e) = res {
-                tracing::error!(sink = slot.sink.name(), error = %e, "sink failed; it is skipped from now on");
-                self.stats.sink_errors.push(e.to_string());
-                slot.failed = true;
-            }
+        for t in self.sinks.drain(..) {
+            self.stats.sink_errors.extend(t.finish());
         }
-        self.outputs.clear();
+        let counts = self.counts.lock().map(|c| c.clone()).unwrap_or_default();
+        self.stats.output_events = counts.output_events;
+        self.stats.runs = counts.runs;
+        self.stats.calls = counts.calls;
+        self.stats.calls_by_tool = counts.calls_by_tool;
+        self.stats.unknown_tools = counts.unknown_tools;
+        self.stats.error_cards = counts.error_cards;
+        self.stats.incomplete_calls = counts.incomplete_calls;
+        self.stats
     }
+}
 
-    fn count_outputs(&mut self) {
-        self.stats.output_events += self.outputs.len() as u64;
-        for ev in &self.outputs {
-            let (tool, incomplete) = match &ev.kind {
-                // A visible incomplete call also produces a card marked `incomplete`; count it once.
-                Output::Card(c) if c.args.get("incomplete") != Some(&serde_json::Value::Bool(true)) => {
-                    if c.is_error {
-                        self.stats.error_cards += 1;
+fn decode_error_item(e: &DecodeError, at_ms: u64) -> Item {
+    let mut fields = serde_json::Map::new();
+    fields.insert("source".into(), e.source_name.as_ref().into());
+    fields.insert("line".into(), e.line_no.into());
+    fields.insert("byteOffset".into(), e.byte_offset.into());
+    fields.insert("reason".into(), e.reason.clone().into());
+    Item::Diagnostic { session: Arc::from(""), at_ms, phase: "decode_error", fields }
+}
+
+/// Ticks every shard while a live source is read, with event time extrapolated by wall time.
+struct Ticker {
+    stop: Arc<AtomicBool>,
+    handle: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Ticker {
+    fn start(doors: Vec<Sender<DoorMsg>>, clock: Arc<Mutex<Extrapolator>>) -> Ticker {
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = stop.clone();
+        let handle = std::thread::Builder::new()
+            .name("toolstream-ticker".into())
+            .spawn(move || {
+                while !flag.load(Ordering::SeqCst) {
+                    std::thread::sleep(Duration::from_millis(TICK_MS));
+                    let now = clock.lock().ok().and_then(|c| c.now());
+                    if let Some(now) = now {
+                        for d in &doors {
+                            // Never block on a full door: a tick is only a nudge.
+                            let _ = d.try_send(DoorMsg::Items(vec![Item::Tick(now)]));
+                        }
                     }
-                    (&c.source_tool, false)
                 }
-                Output::IncompleteCall(i) => (&i.source_tool, true),
-                _ => continue,
-            };
-            self.stats.calls += 1;
-            if incomplete {
-                self.stats.incomplete_calls += 1;
-            }
-            *self.stats.calls_by_tool.entry(tool.name().to_owned()).or_default() += 1;
-            if let Tool::Unknown(name) = tool {
-                *self.stats.unknown_tools.entry(name.to_string()).or_default() += 1;
-            }
+            })
+            .ok();
+        Ticker { stop, handle }
+    }
+}
+
+impl Drop for Ticker {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        if let Some(h) = self.handle.take() {
+            let _ = h.join();
         }
     }
 }

@@ -305,18 +305,60 @@ pub struct Cost {
 #[derive(Clone, Debug, Serialize)]
 #[serde(tag = "event", rename_all = "camelCase")]
 pub enum Output {
-    RunOpened { cwd: Option<String>, model: Option<String>, prompt: Option<String> },
-    MessageStarted { turn: u32 },
-    Text { turn: u32, delta: String },
-    Thinking { turn: u32, delta: String },
-    BlockEnded { turn: u32 },
-    LifecycleLine { call: CallRef, title: String, label: String },
-    ShellProgress { call: CallRef, stream: ShellStream, line: String },
+    RunOpened {
+        cwd: Option<String>,
+        model: Option<String>,
+        prompt: Option<String>,
+    },
+    MessageStarted {
+        turn: u32,
+    },
+    Text {
+        turn: u32,
+        delta: String,
+    },
+    Thinking {
+        turn: u32,
+        delta: String,
+    },
+    BlockEnded {
+        turn: u32,
+    },
+    /// An in-progress line (SPEC §6), part of the current message's thinking block: pi shows it
+    /// as the thinking text `"<title>: <label>\n"`.
+    LifecycleLine {
+        call: CallRef,
+        title: String,
+        label: String,
+    },
+    ShellProgress {
+        call: CallRef,
+        stream: ShellStream,
+        line: String,
+    },
     Card(Box<Card>),
     IncompleteCall(Box<IncompleteCall>),
-    MessageEnded { turn: u32, stop_reason: StopReason, usage: Usage, error: Option<String> },
-    RunClosed { status: RunStatus, final_text: String, totals: RunTotals, error: Option<String> },
-    Diagnostic { phase: String, fields: serde_json::Map<String, serde_json::Value> },
+    MessageEnded {
+        turn: u32,
+        stop_reason: StopReason,
+        usage: Usage,
+        error: Option<String>,
+    },
+    RunClosed {
+        status: RunStatus,
+        final_text: String,
+        totals: RunTotals,
+        error: Option<String>,
+    },
+    Diagnostic {
+        phase: String,
+        fields: serde_json::Map<String, serde_json::Value>,
+    },
+    /// A turn's SDK usage, in order with the run's messages. Internal: consumed by the usage stage,
+    /// which attributes it (or discards it as late); sinks never see it.
+    TurnUsage {
+        usage: TokenUsage,
+    },
 }
 
 /// The rendered record of one completed (or failed) call. Every string here is scrubbed and

@@ -1,8 +1,8 @@
 //! Identifiers shown in outputs: call ids only as `sha256(call_id)` first 8 hex (a raw call id is
 //! never printed), and the short run label used in replay ids.
 
-use sha2::{Digest, Sha256};
 use crate::event::{CallRef, RunId};
+use sha2::{Digest, Sha256};
 
 /// First 8 hex digits of `sha256(s)`.
 pub fn hash8(s: &str) -> String {

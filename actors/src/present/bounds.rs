@@ -218,11 +218,12 @@ fn bound_text(s: &str, max_lines: usize, max_chars: usize) -> Cow<'_, str> {
     let mut kept_end = 0usize;
     let mut partial: Option<String> = None;
     for (start, line) in line_spans(s) {
-        if shown == max_lines {
+        let sep = usize::from(shown > 0);
+        // Not even the separator fits: an empty line would still push the text over the budget.
+        if shown == max_lines || used + sep > max_chars {
             break;
         }
-        let sep = usize::from(shown > 0);
-        let room = max_chars.saturating_sub(used + sep);
+        let room = max_chars - (used + sep);
         let cut = truncate_chars(line, room);
         if let Cow::Borrowed(_) = cut {
             used += sep + line.chars().count();

@@ -9,8 +9,8 @@ use toolstream_schemas::{Card, IncompleteCall, LineKind, RawJson, StyledLine, To
 use super::bodies::{render_known, render_unknown, summary_from_args, Outcome, RenderCtx, Rendered};
 use super::bounds::{bound_transcript, display_line, preview, DISPLAY_LINE_CHARS};
 use super::diff::{diff_preview, parse_unified, DiffLine, DiffLineKind};
-use toolstream_schemas::ids::call_ref;
 use super::scrub::Scrubber;
+use toolstream_schemas::ids::call_ref;
 
 /// What a card needs besides the call itself.
 #[derive(Debug)]

@@ -1,5 +1,6 @@
 //! The `toolstream` command line (clap): argument definitions and dispatch to each command.
 
+mod config_cmd;
 mod replay;
 mod stats;
 
@@ -9,6 +10,10 @@ use std::str::FromStr;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use crate::decode::framing::DEFAULT_MAX_LINE_BYTES;
+use toolstream_actors::present::scrub::Scrubber;
+use toolstream_actors::shard::ShardConfig;
+
+use crate::config::Config;
 use crate::decode::Format;
 use crate::pipeline::PipelineOptions;
 
@@ -37,11 +42,22 @@ pub enum Command {
     /// Count what a stream holds: lines, runs, calls per canonical tool, unknown tool kinds and
     /// decode errors.
     Stats(StatsArgs),
+    /// Show the effective configuration and where each value came from (config file,
+    /// environment, defaults).
+    Config(config_cmd::ConfigArgs),
 }
 
 /// Options shared by every command that reads streams.
 #[derive(Debug, Args)]
 pub struct InputArgs {
+    /// Configuration file (default: $TOOLSTREAM_CONFIG, ./toolstream.toml, then
+    /// ~/.config/toolstream/config.toml). `toolstream config` shows the effective settings.
+    #[arg(long, value_name = "PATH")]
+    pub config: Option<PathBuf>,
+    /// Number of shards (actor threads); sessions are spread over them by id. Default: the
+    /// number of cores (or `shards` in the config, or TOOLSTREAM_SHARDS).
+    #[arg(long, value_name = "N")]
+    pub shards: Option<usize>,
     /// Input format; `auto` detects it from each file's first line.
     #[arg(long, value_enum, default_value_t = FormatArg::Auto)]
     pub format: FormatArg,
@@ -55,11 +71,26 @@ pub struct InputArgs {
 }
 
 impl InputArgs {
-    pub fn pipeline_options(&self) -> PipelineOptions {
+    /// The effective configuration: defaults < config file < environment < these flags.
+    pub fn config(&self) -> anyhow::Result<Config> {
+        let mut cfg = Config::from_process_env(self.config.as_deref())?;
+        cfg.shards.set_cli_opt(self.shards.filter(|n| *n > 0), "--shards");
+        Ok(cfg)
+    }
+
+    pub fn pipeline_options(&self, cfg: &Config) -> PipelineOptions {
         PipelineOptions {
             strict: self.strict,
             format: self.format.format(),
             max_line_bytes: usize::try_from(self.max_line_bytes.0).unwrap_or(usize::MAX),
+            shards: cfg.shards.value.max(1),
+            shard: ShardConfig {
+                scrubber: Scrubber::new(cfg.api_key.value.expose().map(str::to_owned)),
+                lifecycle_defer_ms: cfg.lifecycle_defer_ms.value,
+                batch_settle_ms: cfg.batch_settle_ms.value,
+                usage_wait_ms: cfg.usage_wait_ms.value,
+                ..ShardConfig::default()
+            },
             ..PipelineOptions::default()
         }
     }
@@ -70,9 +101,17 @@ pub struct ReplayArgs {
     /// Files to replay, in order; `-` (or nothing) reads standard input.
     #[arg(value_name = "FILE")]
     pub files: Vec<PathBuf>,
-    /// Where to deliver the stream (repeatable). Available: `cards` (terminal cards, the default).
+    /// Where to deliver the stream; repeatable. `cards` (terminal cards on stdout, the default
+    /// when no sink is named) or `jsonl=PATH` (the JSONL debug trace: allowlisted fields, hashed
+    /// call ids, capped at 2 MiB).
     #[arg(long = "sink", value_name = "SPEC")]
     pub sinks: Vec<SinkSpec>,
+    /// Also write the JSONL debug trace to FILE (same as `--sink jsonl=FILE`).
+    #[arg(long, value_name = "FILE")]
+    pub trace: Option<PathBuf>,
+    /// Replay at the recorded pace instead of as fast as possible.
+    #[arg(long)]
+    pub realtime: bool,
     /// Show full card bodies and diffs instead of collapsed previews.
     #[arg(long)]
     pub expanded: bool,
@@ -123,6 +162,7 @@ pub enum ColorArg {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum SinkSpec {
     Cards,
+    Jsonl(PathBuf),
 }
 
 impl FromStr for SinkSpec {
@@ -136,7 +176,9 @@ impl FromStr for SinkSpec {
         match (name, arg) {
             ("cards", None) => Ok(SinkSpec::Cards),
             ("cards", Some(_)) => Err("`cards` takes no argument (it writes to stdout)".into()),
-            _ => Err(format!("unknown sink `{name}`; available: cards")),
+            ("jsonl", Some(path)) if !path.is_empty() => Ok(SinkSpec::Jsonl(PathBuf::from(path))),
+            ("jsonl", _) => Err("`jsonl` needs a file: `--sink jsonl=trace.jsonl`".into()),
+            _ => Err(format!("unknown sink `{name}`; available: cards, jsonl=PATH")),
         }
     }
 }
@@ -181,6 +223,7 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
     match cli.command {
         Command::Replay(args) => replay::run(args),
         Command::Stats(args) => stats::run(args),
+        Command::Config(args) => config_cmd::run(args),
     }
 }
 
@@ -202,6 +245,8 @@ mod tests {
     #[test]
     fn sink_specs() {
         assert_eq!("cards".parse::<SinkSpec>(), Ok(SinkSpec::Cards));
+        assert_eq!("jsonl=t.jsonl".parse::<SinkSpec>(), Ok(SinkSpec::Jsonl("t.jsonl".into())));
+        assert!("jsonl".parse::<SinkSpec>().is_err());
         assert!("nope".parse::<SinkSpec>().unwrap_err().contains("available"));
     }
 

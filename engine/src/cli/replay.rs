@@ -1,23 +1,33 @@
-//! `toolstream replay`: read streams and deliver them to the selected sinks.
+//! `toolstream replay`: read streams and deliver them to the selected sinks. Ctrl-C cancels every
+//! open run, flushes every sink and exits with 130.
 
 use std::io::{self, IsTerminal};
 use std::path::PathBuf;
 
-use toolstream_actors::run::CoordinatorConfig;
 use toolstream_sinks::cards::{CardsOptions, CardsSink};
+use toolstream_sinks::jsonl_trace::JsonlTraceSink;
 use toolstream_sinks::Sink;
 
 use super::{ColorArg, ReplayArgs, SinkSpec};
-use crate::pipeline::Pipeline;
+use crate::pipeline::{Pipeline, PipelineError};
 use crate::source::Source;
 
 pub fn run(args: ReplayArgs) -> anyhow::Result<i32> {
+    let cfg = args.input.config()?;
     let color = match args.color {
         ColorArg::Always => true,
         ColorArg::Never => false,
         ColorArg::Auto => io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none(),
     };
-    let specs = if args.sinks.is_empty() { vec![SinkSpec::Cards] } else { args.sinks.clone() };
+    let mut specs = args.sinks.clone();
+    if let Some(t) = &args.trace {
+        specs.push(SinkSpec::Jsonl(t.clone()));
+    } else if cfg.trace_enabled.value {
+        specs.push(SinkSpec::Jsonl(cfg.trace_file.value.clone()));
+    }
+    if args.sinks.is_empty() {
+        specs.insert(0, SinkSpec::Cards);
+    }
     let mut sinks: Vec<Box<dyn Sink>> = Vec::new();
     for spec in specs {
         match spec {
@@ -25,10 +35,27 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<i32> {
                 let opts = CardsOptions { expanded: args.expanded, color };
                 sinks.push(Box::new(CardsSink::new(io::BufWriter::new(io::stdout()), opts)));
             }
+            SinkSpec::Jsonl(path) => {
+                let sink = JsonlTraceSink::create_with_limit(&path, cfg.trace_limit_bytes.value)
+                    .map_err(|e| anyhow::anyhow!("cannot create trace file {}: {e}", path.display()))?;
+                sinks.push(Box::new(sink));
+            }
         }
     }
+    let mut opts = args.input.pipeline_options(&cfg);
+    opts.realtime = args.realtime;
+    let mut pipeline = Pipeline::new(opts, sinks)?;
+    let canceller = pipeline.canceller();
+    // Ctrl-C: cancel every open run, flush every sink, exit 130. A second Ctrl-C while that is
+    // under way is ignored (the handler runs once).
+    let handler = canceller.clone();
+    let _ = ctrlc::set_handler(move || {
+        if !handler.is_cancelled() {
+            handler.cancel();
+            std::process::exit(130);
+        }
+    });
     let files = if args.files.is_empty() { vec![PathBuf::from("-")] } else { args.files.clone() };
-    let mut pipeline = Pipeline::new(args.input.pipeline_options(), CoordinatorConfig::default(), sinks);
     let mut failed_read = false;
     for file in &files {
         let source = Source::from_arg(file);
@@ -36,9 +63,12 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<i32> {
         if let Err(e) = pipeline.run_source(&source, &mut report) {
             eprintln!("toolstream: {e}");
             match e {
-                crate::pipeline::PipelineError::Read { .. } => failed_read = true,
-                crate::pipeline::PipelineError::Strict(_) => break,
+                PipelineError::Read { .. } => failed_read = true,
+                PipelineError::Strict(_) | PipelineError::Start(_) => break,
             }
+        }
+        if canceller.is_cancelled() {
+            break;
         }
     }
     let stats = pipeline.finish();

@@ -3,14 +3,13 @@
 
 use std::path::PathBuf;
 
-use toolstream_actors::run::CoordinatorConfig;
-
 use super::StatsArgs;
 use crate::pipeline::{Pipeline, PipelineError, Stats};
 use crate::source::Source;
 
 pub fn run(args: StatsArgs) -> anyhow::Result<i32> {
-    let mut pipeline = Pipeline::new(args.input.pipeline_options(), CoordinatorConfig::default(), Vec::new());
+    let cfg = args.input.config()?;
+    let mut pipeline = Pipeline::new(args.input.pipeline_options(&cfg), Vec::new())?;
     let mut code = 0;
     for file in &args.files {
         let source = Source::from_arg(file);
@@ -21,7 +20,7 @@ pub fn run(args: StatsArgs) -> anyhow::Result<i32> {
                 eprintln!("toolstream: {e}");
                 code = 2;
             }
-            Err(e @ PipelineError::Strict(_)) => {
+            Err(e @ (PipelineError::Strict(_) | PipelineError::Start(_))) => {
                 eprintln!("toolstream: {e}");
                 code = 1;
                 break;

@@ -9,7 +9,6 @@ use std::sync::{Arc, Mutex};
 
 use toolstream::pipeline::{Pipeline, PipelineOptions, Stats};
 use toolstream::source::Source;
-use toolstream_actors::run::CoordinatorConfig;
 use toolstream_schemas::OutputEvent;
 use toolstream_sinks::{Sink, SinkError};
 
@@ -97,7 +96,7 @@ impl Sink for Collect {
 /// Replay files through the library and return every output event and the stats.
 pub fn collect(files: &[&Path]) -> (Vec<OutputEvent>, Stats) {
     let sink = Collect::default();
-    let mut p = Pipeline::new(PipelineOptions::default(), CoordinatorConfig::default(), vec![Box::new(sink.clone())]);
+    let mut p = Pipeline::new(PipelineOptions::default(), vec![Box::new(sink.clone())]).unwrap();
     for f in files {
         p.run_source(&Source::File(f.to_path_buf()), &mut |_| {}).unwrap();
     }

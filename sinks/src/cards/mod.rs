@@ -185,7 +185,10 @@ impl<W: Write + Send> CardsSink<W> {
                 let summary = run_summary(*status, totals);
                 self.line(&format!("{}── {summary} ──{}", s.bold, s.reset))?;
             }
-            Output::MessageStarted { .. } | Output::IncompleteCall(_) | Output::Diagnostic { .. } => {}
+            Output::MessageStarted { .. }
+            | Output::IncompleteCall(_)
+            | Output::Diagnostic { .. }
+            | Output::TurnUsage { .. } => {}
         }
         Ok(())
     }

@@ -1,0 +1,289 @@
+//! Lifecycle lines (SPEC §6): one low-noise in-progress line for a long-running or externally
+//! meaningful call, shown only if the call is still running a defer window (default 75 ms of
+//! event time) after it started. Fast start+complete pairs coalesce into the card alone; a call
+//! whose `(tool, args)` or line text is already shown by another active call gets no second line.
+//! Pure state machine: items in, items out; timers fire by event time.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use serde_json::Value;
+use toolstream_schemas::ids::call_ref;
+use toolstream_schemas::{Input, InputEvent, Tool, ToolEvent, ToolKind};
+
+use crate::item::{Item, Line};
+use crate::present::bounds::{display_line, DISPLAY_LINE_CHARS};
+use crate::present::scrub::Scrubber;
+use crate::run::calls::fingerprint;
+
+/// Default defer window (ms of event time).
+pub const DEFAULT_DEFER_MS: u64 = 75;
+
+#[derive(Debug)]
+struct Pending {
+    call_id: String,
+    fingerprint: Option<u64>,
+    title: String,
+    label: String,
+    due: u64,
+    /// Tie-break for timers due at the same time: start order.
+    seq: u64,
+    /// The timer fired (whether or not a line was shown).
+    fired: bool,
+    /// Its line was shown.
+    shown: bool,
+}
+
+impl Pending {
+    fn line_text(&self) -> String {
+        format!("{}: {}", self.title, self.label)
+    }
+}
+
+/// The lifecycle stage's state: eligible calls still running, per session.
+#[derive(Debug)]
+pub struct LifecycleCore {
+    defer_ms: u64,
+    scrubber: Scrubber,
+    calls: HashMap<Arc<str>, Vec<Pending>>,
+    seq: u64,
+}
+
+impl Default for LifecycleCore {
+    fn default() -> Self {
+        LifecycleCore::new(DEFAULT_DEFER_MS, Scrubber::default())
+    }
+}
+
+impl LifecycleCore {
+    pub fn new(defer_ms: u64, scrubber: Scrubber) -> Self {
+        LifecycleCore { defer_ms, scrubber, calls: HashMap::new(), seq: 0 }
+    }
+
+    /// The earliest pending timer, if any (live sources tick until then).
+    pub fn next_due(&self) -> Option<u64> {
+        self.calls.values().flatten().filter(|p| !p.fired).map(|p| p.due).min()
+    }
+
+    /// Process one item: first fire the timers due by its time, then handle it.
+    pub fn push(&mut self, item: Item, out: &mut Vec<Item>) {
+        match (&item, item.at_ms()) {
+            (Item::Tick(t), _) => self.fire_all(*t, out),
+            (_, Some(t)) => {
+                if let Some(s) = item.session() {
+                    let s = s.clone();
+                    self.fire_session(&s, t, out);
+                }
+            }
+            _ => {}
+        }
+        match item {
+            Item::Input(ev) => {
+                self.on_input(&ev, out);
+                out.push(Item::Input(ev));
+            }
+            Item::EndOfSource | Item::Cancel => {
+                // Time does not advance past the end: calls still running get no line.
+                self.calls.clear();
+                out.push(item);
+            }
+            other => out.push(other),
+        }
+    }
+
+    fn on_input(&mut self, ev: &InputEvent, out: &mut Vec<Item>) {
+        let now = ev.at_ms.unwrap_or(0);
+        match &ev.kind {
+            Input::RunStarted(_) | Input::RunEnded(_) => {
+                self.calls.remove(&ev.session);
+            }
+            Input::ToolStarted(t) | Input::ToolPartial(t) => {
+                if !t.tool.is_lifecycle() || is_bridge_call(t) {
+                    return;
+                }
+                let label = self.label(t);
+                let list = self.calls.entry(ev.session.clone()).or_default();
+                let existing = (!t.call_id.is_empty()).then(|| list.iter_mut().find(|p| p.call_id == t.call_id));
+                match existing.flatten() {
+                    // Re-scheduling the same call replaces its timer (until its line is shown).
+                    Some(p) if !p.fired => {
+                        p.due = now + self.defer_ms;
+                        if t.args.is_some() {
+                            p.label = label;
+                            p.fingerprint = fingerprint(&t.tool, t.args.as_ref());
+                        }
+                    }
+                    Some(_) => {}
+                    None => {
+                        self.seq += 1;
+                        list.push(Pending {
+                            call_id: t.call_id.clone(),
+                            fingerprint: fingerprint(&t.tool, t.args.as_ref()),
+                            title: t.tool.title().into_owned(),
+                            label,
+                            due: now + self.defer_ms,
+                            seq: self.seq,
+                            fired: false,
+                            shown: false,
+                        });
+                    }
+                }
+            }
+            Input::ToolCompleted(t) => {
+                let Some(list) = self.calls.get_mut(&ev.session) else { return };
+                let by_id = (!t.call_id.is_empty()).then(|| list.iter().position(|p| p.call_id == t.call_id));
+                let fp = fingerprint(&t.tool, t.args.as_ref());
+                let found =
+                    by_id.flatten().or_else(|| fp.and_then(|fp| list.iter().position(|p| p.fingerprint == Some(fp))));
+                if let Some(i) = found {
+                    let p = list.remove(i);
+                    if !p.fired {
+                        out.push(skip(&ev.session, now, &p.call_id, &t.tool, "completed-within-defer"));
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn fire_all(&mut self, now: u64, out: &mut Vec<Item>) {
+        let mut sessions: Vec<Arc<str>> = self.calls.keys().cloned().collect();
+        sessions.sort();
+        for s in sessions {
+            self.fire_session(&s, now, out);
+        }
+    }
+
+    fn fire_session(&mut self, session: &Arc<str>, now: u64, out: &mut Vec<Item>) {
+        let Some(list) = self.calls.get_mut(session) else { return };
+        loop {
+            let next = list
+                .iter()
+                .enumerate()
+                .filter(|(_, p)| !p.fired && p.due <= now)
+                .min_by_key(|(_, p)| (p.due, p.seq))
+                .map(|(i, _)| i);
+            let Some(i) = next else { break };
+            let text = list[i].line_text();
+            let fp = list[i].fingerprint;
+            let duplicate = list
+                .iter()
+                .enumerate()
+                .any(|(j, o)| j != i && o.shown && ((fp.is_some() && o.fingerprint == fp) || o.line_text() == text));
+            let p = &mut list[i];
+            // Either way the timer is spent: a duplicate never gets a line later.
+            p.fired = true;
+            if duplicate {
+                let mut fields = serde_json::Map::new();
+                fields.insert("reason".into(), "duplicate".into());
+                fields.insert("callIdHash".into(), call_ref(&p.call_id).hash.into());
+                out.push(Item::Diagnostic {
+                    session: session.clone(),
+                    at_ms: p.due,
+                    phase: "tool_lifecycle_skip",
+                    fields,
+                });
+                continue;
+            }
+            p.shown = true;
+            out.push(Item::Lifecycle(Line {
+                session: session.clone(),
+                at_ms: p.due,
+                call: call_ref(&p.call_id),
+                title: p.title.clone(),
+                text: p.label.clone(),
+            }));
+        }
+    }
+
+    /// The line's label (SPEC §6), scrubbed and bounded.
+    fn label(&self, t: &ToolEvent) -> String {
+        let args: Value = t.args.as_ref().and_then(|a| serde_json::from_str(a.get()).ok()).unwrap_or(Value::Null);
+        let get = |keys: &[&str]| -> Option<String> {
+            keys.iter().find_map(|k| args.get(*k).and_then(Value::as_str)).map(str::to_owned)
+        };
+        let kind = t.tool.kind();
+        let default = kind.map_or("activity", |k| k.spec().default_label);
+        let from_mcp = t.wire_name.starts_with("mcp") && kind != Some(ToolKind::Mcp);
+        let raw = match kind {
+            Some(ToolKind::Shell) => {
+                let cmd = get(&["command"]).unwrap_or_default();
+                let cmd = display_line(&self.scrubber.scrub(&cmd), DISPLAY_LINE_CHARS);
+                // Shell labels may show paths.
+                return if cmd.is_empty() { default.to_owned() } else { cmd };
+            }
+            Some(ToolKind::Task) => get(&["description"]),
+            Some(ToolKind::Mcp) => get(&["toolName", "tool_name"]),
+            Some(ToolKind::GenerateImage) => get(&["prompt", "description"]),
+            Some(ToolKind::RecordScreen) => get(&["mode"]),
+            Some(ToolKind::SemSearch) => get(&["query"]),
+            Some(ToolKind::WebSearch) if from_mcp => args
+                .get("args")
+                .and_then(|a| a.get("query").or_else(|| a.get("search_term")))
+                .and_then(Value::as_str)
+                .map(str::to_owned),
+            Some(ToolKind::WebSearch) => get(&["searchTerm", "search_term", "query"]),
+            Some(ToolKind::WebFetch) => None, // never the URL
+            Some(ToolKind::CreatePlan) => {
+                get(&["plan", "name"]).and_then(|p| p.lines().map(str::trim).find(|l| !l.is_empty()).map(str::to_owned))
+            }
+            Some(ToolKind::UpdateTodos) => {
+                let n = args.get("todos").and_then(Value::as_array).map_or(0, Vec::len);
+                Some(if n == 1 { "1 item".to_owned() } else { format!("{n} items") })
+            }
+            _ => None,
+        };
+        let label = raw.map(|r| display_line(&self.scrubber.scrub(&r), DISPLAY_LINE_CHARS)).unwrap_or_default();
+        if label.is_empty() || has_uri_or_path(&label) {
+            default.to_owned()
+        } else {
+            label
+        }
+    }
+}
+
+/// pi bridge calls (`pi__*`, SPEC §7) never get lifecycle lines: pi shows the real execution.
+fn is_bridge_call(t: &ToolEvent) -> bool {
+    if t.tool.kind() != Some(ToolKind::Mcp) && !t.wire_name.starts_with("mcp") {
+        return false;
+    }
+    let Some(args) = t.args.as_ref().and_then(|a| serde_json::from_str::<Value>(a.get()).ok()) else {
+        return false;
+    };
+    ["toolName", "tool_name", "name"]
+        .iter()
+        .filter_map(|k| args.get(*k).and_then(Value::as_str))
+        .any(|n| n.starts_with("pi__") || n.contains("-pi__"))
+}
+
+/// A URI (`x://`, `www.`), a home path (`~/`) or an absolute path (`/…`, `C:\`, `C:/`) at the
+/// start or after a delimiter.
+pub fn has_uri_or_path(s: &str) -> bool {
+    if s.contains("://") || s.to_ascii_lowercase().contains("www.") {
+        return true;
+    }
+    let b = s.as_bytes();
+    (0..b.len()).any(|i| {
+        let at_boundary = i == 0 || !(b[i - 1].is_ascii_alphanumeric() || b[i - 1] == b'_' || b[i - 1] == b'.');
+        if !at_boundary {
+            return false;
+        }
+        match b[i] {
+            b'~' => b.get(i + 1) == Some(&b'/'),
+            b'/' => b.get(i + 1).is_some_and(|c| c.is_ascii_alphanumeric() || *c == b'.' || *c == b'_'),
+            c if c.is_ascii_alphabetic() => b.get(i + 1) == Some(&b':') && matches!(b.get(i + 2), Some(b'\\' | b'/')),
+            _ => false,
+        }
+    })
+}
+
+fn skip(session: &Arc<str>, at_ms: u64, call_id: &str, tool: &Tool, reason: &str) -> Item {
+    let mut fields = serde_json::Map::new();
+    fields.insert("reason".into(), reason.into());
+    fields.insert("toolName".into(), tool.name().into());
+    fields.insert("callIdHash".into(), call_ref(call_id).hash.into());
+    Item::Diagnostic { session: session.clone(), at_ms, phase: "tool_lifecycle_skip", fields }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,418 @@
+//! One open run's state machine: message and block boundaries, the tool batch and its timers,
+//! text dedupe, the call table, incomplete calls and the run's close.
+
+use std::sync::Arc;
+
+use toolstream_schemas::ids::{call_ref, run_label};
+use toolstream_schemas::{
+    IncompleteCall, IncompleteReason, Input, InputEvent, Output, OutputEvent, RunEnd, RunId, RunStart, RunStatus,
+    RunTotals, SegmentKind, StopReason, ToolEvent, Usage,
+};
+
+use super::calls::{CallTable, Completion};
+use super::text::{self, SegmentDedupe};
+use super::CoordinatorConfig;
+use crate::item::Item;
+use crate::present::card::{build_card, incomplete_card, CardContext};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Block {
+    None,
+    Text,
+    Thinking,
+}
+
+/// The tool batch of the current message (SPEC §5.1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Batch {
+    None,
+    /// Cards completing until `until` join the batch.
+    Settling {
+        until: u64,
+        usage_seen: bool,
+    },
+    /// Settled; the message waits for its turn's usage until `until`.
+    Waiting {
+        until: u64,
+    },
+}
+
+/// One open run.
+#[derive(Debug)]
+pub(super) struct Run {
+    id: Arc<RunId>,
+    label: String,
+    start: RunStart,
+    announced: bool,
+    /// Event time (SPEC §1.1 rule 11): never goes backwards.
+    now: u64,
+    /// Index of the current (or next) message.
+    turn: u32,
+    message_open: bool,
+    block: Block,
+    batch: Batch,
+    /// The current message has emitted text.
+    msg_has_text: bool,
+    /// A text boundary passed: the next text of this message starts after a blank line.
+    separate_next_text: bool,
+    dedupe: SegmentDedupe,
+    /// All assistant text emitted in this run.
+    emitted_text: String,
+    calls: CallTable,
+    cards: u32,
+    totals: RunTotals,
+}
+
+impl Run {
+    pub(super) fn new(session: Arc<str>, seq: u32, now: u64) -> Self {
+        let label = run_label(&session, seq);
+        Run {
+            id: Arc::new(RunId { session, seq }),
+            label,
+            start: RunStart::default(),
+            announced: false,
+            now,
+            turn: 0,
+            message_open: false,
+            block: Block::None,
+            batch: Batch::None,
+            msg_has_text: false,
+            separate_next_text: false,
+            dedupe: SegmentDedupe::default(),
+            emitted_text: String::new(),
+            calls: CallTable::default(),
+            cards: 0,
+            totals: RunTotals::default(),
+        }
+    }
+
+    pub(super) fn next_due(&self) -> Option<u64> {
+        match self.batch {
+            Batch::None => None,
+            Batch::Settling { until, .. } | Batch::Waiting { until } => Some(until),
+        }
+    }
+
+    fn emit(&self, out: &mut Vec<OutputEvent>, kind: Output) {
+        out.push(OutputEvent { run: self.id.clone(), at_ms: self.now, kind });
+    }
+
+    /// Fire the batch timers due by `t`, then move event time to `t`.
+    pub(super) fn advance(&mut self, cfg: &CoordinatorConfig, t: u64, out: &mut Vec<OutputEvent>) {
+        loop {
+            match self.batch {
+                Batch::Settling { until, usage_seen } if until <= t => {
+                    self.now = self.now.max(until);
+                    if usage_seen || cfg.usage_wait_ms == 0 {
+                        self.end_message(out, StopReason::ToolUse, None);
+                    } else {
+                        self.batch = Batch::Waiting { until: until + cfg.usage_wait_ms };
+                    }
+                }
+                Batch::Waiting { until } if until <= t => {
+                    self.now = self.now.max(until);
+                    self.end_message(out, StopReason::ToolUse, None);
+                }
+                _ => break,
+            }
+        }
+        self.now = self.now.max(t);
+    }
+
+    /// Handle an item other than an input event (lines and diagnostics of earlier stages).
+    pub(super) fn on_item(&mut self, item: Item, out: &mut Vec<OutputEvent>) {
+        self.announce(out);
+        match item {
+            Item::Lifecycle(line) => {
+                // Thinking content of the current message (SPEC §6); sinks show it as such.
+                self.open_block(out, Block::Thinking);
+                self.emit(out, Output::LifecycleLine { call: line.call, title: line.title, label: line.text });
+            }
+            Item::ShellProgress { line, stream } => {
+                self.emit(out, Output::ShellProgress { call: line.call, stream, line: line.text });
+            }
+            Item::Diagnostic { phase, fields, .. } => {
+                self.emit(out, Output::Diagnostic { phase: phase.into(), fields });
+            }
+            // Routed elsewhere by the coordinator.
+            Item::Input(_) | Item::Tick(_) | Item::EndOfSource | Item::Cancel => {}
+        }
+    }
+
+    /// Handle one input event; returns true when the run closed.
+    pub(super) fn on_input(&mut self, cfg: &CoordinatorConfig, ev: InputEvent, out: &mut Vec<OutputEvent>) -> bool {
+        match ev.kind {
+            Input::RunStarted(start) => {
+                self.start = start;
+                return false;
+            }
+            Input::UserPrompt { text } => {
+                if self.announced {
+                    // A second prompt echo within one run: keep it for the trace only.
+                    self.diagnostic(out, "display_decision", &[("action", "ignore-extra-user-prompt")]);
+                } else {
+                    self.start.prompt = Some(text);
+                }
+                self.announce(out);
+                return false;
+            }
+            _ => self.announce(out),
+        }
+        match ev.kind {
+            Input::RunStarted(_) | Input::UserPrompt { .. } => {}
+            Input::ThinkingDelta { text } => self.emit_thinking(out, text),
+            Input::ThinkingCompleted { .. } => {
+                if self.block == Block::Thinking {
+                    self.end_block(out);
+                }
+            }
+            Input::TextDelta { text } => {
+                self.dedupe.on_delta(&text);
+                self.emit_text(out, text);
+            }
+            Input::TextSegment { kind, text } => {
+                let new = self.dedupe.on_segment(&text);
+                if !new.is_empty() {
+                    let new = new.to_owned();
+                    self.emit_text(out, new);
+                } else if !text.is_empty() {
+                    let segment = match kind {
+                        SegmentKind::Consolidated => "consolidated",
+                        SegmentKind::Final => "final",
+                    };
+                    self.diagnostic(
+                        out,
+                        "display_decision",
+                        &[("action", "drop-repeated-segment"), ("segment", segment)],
+                    );
+                }
+            }
+            Input::TextBoundary => {
+                // The next text of this message starts after a blank line (SPEC §1.2); nothing
+                // trails the last block, so a final answer has no trailing whitespace.
+                self.separate_next_text = self.message_open && self.msg_has_text;
+            }
+            Input::ToolStarted(t) | Input::ToolPartial(t) => {
+                let now = self.now;
+                if self.calls.start(&t, now) {
+                    let hash = call_ref(&t.call_id).hash;
+                    self.diagnostic(out, "tool_started", &[("toolName", t.tool.name()), ("callIdHash", &hash)]);
+                }
+            }
+            Input::ToolCompleted(t) => self.on_completed(cfg, *t, out),
+            Input::ShellOutput { .. } => {
+                // Attributed (or not) by the shell stage before this one.
+            }
+            Input::TurnUsage(usage) => {
+                // Attributed by the usage stage after this one; here it only ends the wait.
+                self.emit(out, Output::TurnUsage { usage });
+                match self.batch {
+                    Batch::Settling { until, .. } => self.batch = Batch::Settling { until, usage_seen: true },
+                    Batch::Waiting { .. } => self.end_message(out, StopReason::ToolUse, None),
+                    Batch::None => {}
+                }
+            }
+            Input::RunEnded(end) => {
+                self.close(cfg, end, out);
+                return true;
+            }
+            Input::Raw { what, value } => {
+                let mut fields = serde_json::Map::new();
+                fields.insert("what".into(), what.into());
+                let mut v = serde_json::from_str(value.get()).unwrap_or(serde_json::Value::Null);
+                cfg.scrubber.scrub_json(&mut v);
+                fields.insert("raw".into(), v);
+                self.emit(out, Output::Diagnostic { phase: "raw".into(), fields });
+            }
+        }
+        false
+    }
+
+    fn announce(&mut self, out: &mut Vec<OutputEvent>) {
+        if !self.announced {
+            self.announced = true;
+            let s = &self.start;
+            let kind = Output::RunOpened { cwd: s.cwd.clone(), model: s.model.clone(), prompt: s.prompt.clone() };
+            self.emit(out, kind);
+        }
+    }
+
+    fn diagnostic(&self, out: &mut Vec<OutputEvent>, phase: &str, fields: &[(&str, &str)]) {
+        let fields = fields.iter().map(|(k, v)| ((*k).to_owned(), serde_json::Value::from(*v))).collect();
+        self.emit(out, Output::Diagnostic { phase: phase.into(), fields });
+    }
+
+    fn emit_thinking(&mut self, out: &mut Vec<OutputEvent>, text: String) {
+        if text.is_empty() {
+            return;
+        }
+        self.open_block(out, Block::Thinking);
+        let turn = self.turn;
+        self.emit(out, Output::Thinking { turn, delta: text });
+    }
+
+    fn emit_text(&mut self, out: &mut Vec<OutputEvent>, mut text: String) {
+        if text.is_empty() {
+            return;
+        }
+        self.open_block(out, Block::Text);
+        if std::mem::take(&mut self.separate_next_text) {
+            text.insert_str(0, "\n\n");
+        }
+        self.msg_has_text = true;
+        self.emitted_text.push_str(&text);
+        let turn = self.turn;
+        self.emit(out, Output::Text { turn, delta: text });
+    }
+
+    fn open_message(&mut self, out: &mut Vec<OutputEvent>) {
+        if !self.message_open {
+            self.message_open = true;
+            let turn = self.turn;
+            self.emit(out, Output::MessageStarted { turn });
+        }
+    }
+
+    /// Make sure a message is open, not in a tool batch, with the given block current.
+    fn open_block(&mut self, out: &mut Vec<OutputEvent>, block: Block) {
+        if self.batch != Batch::None {
+            // Text or thinking after cards: the tool-use message ends first.
+            self.end_message(out, StopReason::ToolUse, None);
+        }
+        self.open_message(out);
+        if self.block != block {
+            self.end_block(out);
+            self.block = block;
+        }
+    }
+
+    fn end_block(&mut self, out: &mut Vec<OutputEvent>) {
+        if self.block != Block::None {
+            self.block = Block::None;
+            let turn = self.turn;
+            self.emit(out, Output::BlockEnded { turn });
+        }
+    }
+
+    /// End the current message. Its usage is filled in by the usage stage.
+    fn end_message(&mut self, out: &mut Vec<OutputEvent>, stop_reason: StopReason, error: Option<String>) {
+        self.end_block(out);
+        let turn = self.turn;
+        self.emit(out, Output::MessageEnded { turn, stop_reason, usage: Usage::default(), error });
+        self.totals.messages += 1;
+        self.message_open = false;
+        self.batch = Batch::None;
+        self.msg_has_text = false;
+        self.separate_next_text = false;
+        self.turn += 1;
+    }
+
+    fn card_context<'a>(&'a self, cfg: &'a CoordinatorConfig) -> CardContext<'a> {
+        CardContext {
+            scrubber: &cfg.scrubber,
+            cwd: self.start.cwd.as_deref(),
+            turn: self.turn,
+            replay_id: format!("cursor-replay-{}-tool-{}", self.label, self.cards),
+        }
+    }
+
+    fn on_completed(&mut self, cfg: &CoordinatorConfig, mut t: ToolEvent, out: &mut Vec<OutputEvent>) {
+        let started = match self.calls.complete(&t) {
+            Completion::Duplicate(why) => {
+                self.diagnostic(out, "display_decision", &[("action", "drop-duplicate-completion"), ("reason", why)]);
+                return;
+            }
+            Completion::Matched(s) => Some(s),
+            Completion::Unmatched => None,
+        };
+        if let Some(s) = &started {
+            // Completed fields win; missing ones fall back to the start (SPEC §1.1 rule 4).
+            if t.args.is_none() {
+                t.args = s.args.clone();
+            }
+            if t.started_at_ms.is_none() {
+                t.started_at_ms = s.started_at_ms;
+            }
+        }
+        // A card joins the open batch while it settles; after that it opens the next message.
+        if let Batch::Waiting { .. } = self.batch {
+            self.end_message(out, StopReason::ToolUse, None);
+        }
+        self.open_message(out);
+        self.end_block(out);
+        if self.batch == Batch::None {
+            self.batch = Batch::Settling { until: self.now + cfg.batch_settle_ms, usage_seen: false };
+        }
+        self.cards += 1;
+        let card = build_card(&self.card_context(cfg), &t);
+        self.totals.cards += 1;
+        if card.is_error {
+            self.totals.error_cards += 1;
+        }
+        self.emit(out, Output::Card(Box::new(card)));
+    }
+
+    /// End the run: close the tool batch, emit the final text, resolve incomplete calls, end the
+    /// last message with the run's outcome and close the run. Called exactly once per run.
+    pub(super) fn close(&mut self, cfg: &CoordinatorConfig, end: RunEnd, out: &mut Vec<OutputEvent>) {
+        self.announce(out);
+        // Final text (SPEC §5.4): only what was not streamed already.
+        if let Some(result) = end.result_text.as_deref().filter(|r| !r.trim().is_empty()) {
+            if text::is_mismatch(&self.emitted_text, result) {
+                self.diagnostic(out, "display_decision", &[("action", "keep-streamed-text-over-result")]);
+            }
+            let rest = text::new_part(&self.emitted_text, result).to_owned();
+            self.emit_text(out, rest);
+        }
+        // Incomplete calls (SPEC §5.3).
+        let reason = match end.status {
+            RunStatus::Finished => IncompleteReason::NoCompletionAtRunEnd,
+            RunStatus::Cancelled => IncompleteReason::Abort,
+            RunStatus::Error => IncompleteReason::SdkFailure,
+        };
+        let text_produced = !self.emitted_text.trim().is_empty();
+        for call in self.calls.drain_started() {
+            let visible =
+                !(reason == IncompleteReason::NoCompletionAtRunEnd && call.tool.is_fast_local() && text_produced);
+            if self.batch != Batch::None && visible {
+                // The incomplete card belongs with the final message, not the tool batch.
+                self.end_message(out, StopReason::ToolUse, None);
+            }
+            self.open_message(out);
+            self.totals.incomplete_calls += 1;
+            let rec = IncompleteCall {
+                call: call_ref(&call.call_id),
+                source_tool: call.tool.clone(),
+                title: call.tool.title().into_owned(),
+                reason,
+                visible,
+            };
+            if visible {
+                self.end_block(out);
+                self.cards += 1;
+                let card = incomplete_card(&self.card_context(cfg), &rec, call.args.as_ref());
+                self.emit(out, Output::IncompleteCall(Box::new(rec)));
+                self.emit(out, Output::Card(Box::new(card)));
+            } else {
+                self.emit(out, Output::IncompleteCall(Box::new(rec)));
+            }
+        }
+        if self.batch != Batch::None {
+            self.end_message(out, StopReason::ToolUse, None);
+        }
+        let (stop, error) = match end.status {
+            RunStatus::Finished => (StopReason::Stop, None),
+            RunStatus::Cancelled => (StopReason::Aborted, end.error.clone()),
+            RunStatus::Error => {
+                (StopReason::Error, Some(cfg.scrubber.scrub(end.error.as_deref().unwrap_or("run failed")).into_owned()))
+            }
+        };
+        self.open_message(out);
+        self.end_message(out, stop, error.clone());
+        self.totals.reported_usage = end.usage;
+        self.totals.duration_ms = end.duration_ms;
+        let final_text = end.result_text.filter(|r| !r.trim().is_empty()).unwrap_or_else(|| self.emitted_text.clone());
+        let totals = std::mem::take(&mut self.totals);
+        self.emit(out, Output::RunClosed { status: end.status, final_text, totals, error });
+    }
+}

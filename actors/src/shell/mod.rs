@@ -1,0 +1,206 @@
+//! Shell output attribution (SPEC §6b): `shell-output-delta` chunks are attributed only while
+//! exactly one shell call is active — never guessed. Attributed chunks give up to three progress
+//! lines per call and a buffer that stands in for the recorded output of a successful shell whose
+//! recorded stdout and stderr are both blank. Pure state machine: items in, items out.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use serde_json::Value;
+use toolstream_schemas::ids::call_ref;
+use toolstream_schemas::{Input, InputEvent, ShellStream, Tool, ToolEvent, ToolKind};
+
+use crate::item::{Item, Line};
+use crate::present::bounds::display_line;
+use crate::present::scrub::Scrubber;
+use crate::run::calls::fingerprint;
+
+/// Progress lines per call.
+pub const PROGRESS_LINES: u8 = 3;
+/// Longest progress line.
+pub const PROGRESS_CHARS: usize = 160;
+/// Most output buffered per call (bytes); the card bounds it further.
+pub const BUFFER_BYTES: usize = 64 * 1024;
+
+#[derive(Debug)]
+struct ActiveShell {
+    call_id: String,
+    fingerprint: Option<u64>,
+    buffer: String,
+    budget: u8,
+    /// Output arrived while another shell was active too: this call never buffers again.
+    ambiguous: bool,
+}
+
+/// The shell stage's state: the active shell calls of each session.
+#[derive(Debug, Default)]
+pub struct ShellCore {
+    scrubber: Scrubber,
+    active: HashMap<Arc<str>, Vec<ActiveShell>>,
+}
+
+fn is_shell(t: &ToolEvent) -> bool {
+    t.tool == Tool::Known(ToolKind::Shell)
+}
+
+impl ShellCore {
+    pub fn new(scrubber: Scrubber) -> Self {
+        ShellCore { scrubber, active: HashMap::new() }
+    }
+
+    /// Shell calls active in a session.
+    pub fn active_count(&self, session: &str) -> usize {
+        self.active.get(session).map_or(0, Vec::len)
+    }
+
+    /// Process one item, appending it (possibly amended) and anything it produces to `out`.
+    pub fn push(&mut self, item: Item, out: &mut Vec<Item>) {
+        match item {
+            Item::Input(mut ev) => {
+                self.on_input(&mut ev, out);
+                out.push(Item::Input(ev));
+            }
+            Item::EndOfSource | Item::Cancel => {
+                self.active.clear();
+                out.push(item);
+            }
+            other => out.push(other),
+        }
+    }
+
+    fn on_input(&mut self, ev: &mut InputEvent, out: &mut Vec<Item>) {
+        let at_ms = ev.at_ms.unwrap_or(0);
+        match &mut ev.kind {
+            Input::RunStarted(_) | Input::RunEnded(_) => {
+                self.active.remove(&ev.session);
+            }
+            Input::ToolStarted(t) | Input::ToolPartial(t) if is_shell(t) => {
+                let list = self.active.entry(ev.session.clone()).or_default();
+                if t.call_id.is_empty() || !list.iter().any(|s| s.call_id == t.call_id) {
+                    list.push(ActiveShell {
+                        call_id: t.call_id.clone(),
+                        fingerprint: fingerprint(&t.tool, t.args.as_ref()),
+                        buffer: String::new(),
+                        budget: PROGRESS_LINES,
+                        ambiguous: false,
+                    });
+                }
+            }
+            Input::ToolCompleted(t) if is_shell(t) => {
+                let Some(list) = self.active.get_mut(&ev.session) else { return };
+                let Some(i) = find_completed(list, t) else { return };
+                let shell = list.remove(i);
+                if !shell.ambiguous && !shell.buffer.trim().is_empty() && fill_blank_output(t, &shell.buffer) {
+                    out.push(diagnostic(&ev.session, at_ms, "display_decision", &t.call_id, "shell-delta-fallback"));
+                }
+            }
+            Input::ShellOutput { stream, data, .. } if !data.is_empty() => {
+                let Some(list) = self.active.get_mut(&ev.session) else { return };
+                match list.as_mut_slice() {
+                    [only] if !only.ambiguous => {
+                        if only.buffer.len() < BUFFER_BYTES {
+                            let room = BUFFER_BYTES - only.buffer.len();
+                            only.buffer.push_str(cut_bytes(data, room));
+                        }
+                        let first = data.lines().map(str::trim).find(|l| !l.is_empty());
+                        if let (Some(first), true) = (first, only.budget > 0) {
+                            only.budget -= 1;
+                            let text = display_line(&self.scrubber.scrub(first), PROGRESS_CHARS);
+                            let line = Line {
+                                session: ev.session.clone(),
+                                at_ms,
+                                call: call_ref(&only.call_id),
+                                title: "Cursor shell".into(),
+                                text,
+                            };
+                            out.push(Item::ShellProgress { line, stream: *stream });
+                        }
+                    }
+                    [_] => {}
+                    many => {
+                        // Zero or several candidates: never guess. Every active shell loses its
+                        // buffer and progress budget for good.
+                        let n = many.len();
+                        for s in many.iter_mut() {
+                            s.ambiguous = true;
+                            s.buffer = String::new();
+                            s.budget = 0;
+                        }
+                        let mut fields = serde_json::Map::new();
+                        fields.insert("activeShells".into(), n.into());
+                        fields.insert("stream".into(), stream_name(*stream).into());
+                        out.push(Item::Diagnostic {
+                            session: ev.session.clone(),
+                            at_ms,
+                            phase: "shell_output_ambiguous",
+                            fields,
+                        });
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+fn stream_name(s: ShellStream) -> &'static str {
+    s.as_str()
+}
+
+/// The active shell a completion closes: by call id, else by fingerprint when exactly one matches.
+fn find_completed(list: &[ActiveShell], t: &ToolEvent) -> Option<usize> {
+    if !t.call_id.is_empty() {
+        if let Some(i) = list.iter().position(|s| s.call_id == t.call_id) {
+            return Some(i);
+        }
+    }
+    let fp = fingerprint(&t.tool, t.args.as_ref())?;
+    let mut same = list.iter().enumerate().filter(|(_, s)| s.fingerprint == Some(fp));
+    let (first, _) = same.next()?;
+    same.next().is_none().then_some(first)
+}
+
+/// Replace the recorded output of a successful shell whose stdout and stderr are both blank.
+/// Recorded non-empty output always wins. Returns whether it replaced anything.
+fn fill_blank_output(t: &mut ToolEvent, buffered: &str) -> bool {
+    let Some(result) = t.result.as_mut() else { return false };
+    if !result.status.is_success() {
+        return false;
+    }
+    let Ok(Value::Object(mut obj)) = serde_json::from_str::<Value>(result.value.get()) else {
+        return false;
+    };
+    let blank = |k: &str| obj.get(k).and_then(Value::as_str).is_none_or(|s| s.trim().is_empty());
+    if !blank("stdout") || !blank("stderr") {
+        return false;
+    }
+    obj.insert("stdout".into(), buffered.into());
+    match serde_json::value::to_raw_value(&Value::Object(obj)) {
+        Ok(raw) => {
+            result.value = raw;
+            true
+        }
+        Err(_) => false,
+    }
+}
+
+fn cut_bytes(s: &str, max: usize) -> &str {
+    if s.len() <= max {
+        return s;
+    }
+    let mut end = max;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    &s[..end]
+}
+
+fn diagnostic(session: &Arc<str>, at_ms: u64, phase: &'static str, call_id: &str, action: &str) -> Item {
+    let mut fields = serde_json::Map::new();
+    fields.insert("action".into(), action.into());
+    fields.insert("callIdHash".into(), call_ref(call_id).hash.into());
+    Item::Diagnostic { session: session.clone(), at_ms, phase, fields }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,129 @@
+use std::sync::Arc;
+
+use serde_json::value::RawValue;
+use toolstream_schemas::{
+    Input, InputEvent, ResultStatus, ShellStream, SourcePos, Tool, ToolEvent, ToolKind, ToolResult,
+};
+
+use super::ShellCore;
+use crate::item::Item;
+
+fn ev(at: u64, kind: Input) -> Item {
+    Item::Input(InputEvent { session: Arc::from("s"), at_ms: Some(at), pos: SourcePos::default(), kind })
+}
+
+fn shell(id: &str, cmd: &str, result: Option<&str>) -> Box<ToolEvent> {
+    Box::new(ToolEvent {
+        call_id: id.into(),
+        tool: Tool::Known(ToolKind::Shell),
+        wire_name: "shell".into(),
+        args: Some(RawValue::from_string(format!(r#"{{"command":"{cmd}"}}"#)).unwrap()),
+        result: result.map(|v| ToolResult {
+            status: ResultStatus::Success,
+            value: RawValue::from_string(v.to_owned()).unwrap(),
+            extra: vec![],
+        }),
+        model_call_id: None,
+        started_at_ms: None,
+        completed_at_ms: None,
+        extra: vec![],
+    })
+}
+
+fn out_delta(at: u64, data: &str) -> Item {
+    ev(at, Input::ShellOutput { call_id: None, stream: ShellStream::Stdout, data: data.into() })
+}
+
+fn run(items: Vec<Item>) -> Vec<Item> {
+    let mut core = ShellCore::default();
+    let mut out = Vec::new();
+    for i in items {
+        core.push(i, &mut out);
+    }
+    out
+}
+
+fn completed_stdout(out: &[Item]) -> Vec<String> {
+    out.iter()
+        .filter_map(|i| match i {
+            Item::Input(InputEvent { kind: Input::ToolCompleted(t), .. }) => {
+                let v: serde_json::Value = serde_json::from_str(t.result.as_ref()?.value.get()).ok()?;
+                Some(v["stdout"].as_str().unwrap_or("").to_owned())
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+fn progress(out: &[Item]) -> Vec<String> {
+    out.iter()
+        .filter_map(|i| match i {
+            Item::ShellProgress { line, stream } => Some(format!("{}:{}", stream.as_str(), line.text)),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn delta_fallback_fills_an_empty_successful_shell() {
+    let out = run(vec![
+        ev(0, Input::ToolStarted(shell("a", "npm test", None))),
+        out_delta(10, "\n\nPASS all\nmore\n"),
+        out_delta(20, "   \n"),
+        out_delta(30, "done\n"),
+        ev(40, Input::ToolCompleted(shell("a", "npm test", Some(r#"{"exitCode":0,"stdout":"","stderr":" "}"#)))),
+    ]);
+    assert_eq!(completed_stdout(&out), vec!["\n\nPASS all\nmore\n   \ndone\n"]);
+    // Blank chunks do not spend the budget.
+    assert_eq!(progress(&out), vec!["stdout:PASS all", "stdout:done"]);
+}
+
+#[test]
+fn recorded_output_wins() {
+    let out = run(vec![
+        ev(0, Input::ToolStarted(shell("a", "ls", None))),
+        out_delta(10, "from delta\n"),
+        ev(40, Input::ToolCompleted(shell("a", "ls", Some(r#"{"exitCode":0,"stdout":"recorded","stderr":""}"#)))),
+    ]);
+    assert_eq!(completed_stdout(&out), vec!["recorded"]);
+}
+
+#[test]
+fn overlapping_shells_get_no_attribution_ever() {
+    let mut core = ShellCore::default();
+    let mut out = Vec::new();
+    for i in [
+        ev(0, Input::ToolStarted(shell("a", "sleep 1", None))),
+        ev(1, Input::ToolStarted(shell("b", "sleep 2", None))),
+        out_delta(10, "who wrote this?\n"),
+    ] {
+        core.push(i, &mut out);
+    }
+    assert!(progress(&out).is_empty());
+    assert!(out.iter().any(|i| matches!(i, Item::Diagnostic { phase: "shell_output_ambiguous", .. })));
+    // b finishes; a is alone now but was marked ambiguous: it never buffers again.
+    core.push(ev(20, Input::ToolCompleted(shell("b", "sleep 2", Some(r#"{"exitCode":0,"stdout":""}"#)))), &mut out);
+    core.push(out_delta(30, "late\n"), &mut out);
+    core.push(ev(40, Input::ToolCompleted(shell("a", "sleep 1", Some(r#"{"exitCode":0,"stdout":""}"#)))), &mut out);
+    assert_eq!(completed_stdout(&out), vec!["", ""]);
+    assert!(progress(&out).is_empty());
+}
+
+#[test]
+fn progress_is_limited_to_three_lines_and_scrubbed() {
+    let mut items = vec![ev(0, Input::ToolStarted(shell("a", "x", None)))];
+    for n in 0..5 {
+        items.push(out_delta(n, &format!("line {n} token=s3cret\n")));
+    }
+    let out = run(items);
+    assert_eq!(
+        progress(&out),
+        vec!["stdout:line 0 token=[redacted]", "stdout:line 1 token=[redacted]", "stdout:line 2 token=[redacted]"]
+    );
+}
+
+#[test]
+fn output_with_no_active_shell_is_dropped() {
+    let out = run(vec![out_delta(1, "orphan\n")]);
+    assert!(progress(&out).is_empty());
+}

@@ -1,0 +1,180 @@
+//! Usage accounting (SPEC §6c): fills in the usage of every message the run stage ends. A turn's
+//! SDK `turn-ended` usage is used when it is sane, at most once, and only for the message it
+//! belongs to — usage that arrives after its message was emitted is discarded, never attributed
+//! to a later message. Otherwise usage is estimated: `ceil(utf16 / 4)` of the message's text,
+//! thinking and tool-call JSON as output; the prompt (first message only) and the tool results
+//! the message consumed as input. Pure state machine over output events.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use toolstream_schemas::{Output, OutputEvent, RunId, StopReason, TokenUsage, Usage};
+
+use crate::present::bounds::estimate_tokens;
+
+/// Limits a turn's SDK usage must respect to be believed.
+#[derive(Clone, Copy, Debug)]
+pub struct UsageConfig {
+    pub max_output_tokens: u64,
+    pub context_window: u64,
+}
+
+impl Default for UsageConfig {
+    fn default() -> Self {
+        UsageConfig { max_output_tokens: 128_000, context_window: 2_000_000 }
+    }
+}
+
+#[derive(Debug, Default)]
+struct RunUsage {
+    message_open: bool,
+    /// UTF-16 units of this message's text, thinking and tool-call JSON.
+    output_units: u64,
+    /// Estimated input of the current message: the prompt (first message), then consumed results.
+    input: u64,
+    /// Tool results of this message, consumed by the next one.
+    next_input: u64,
+    /// Estimate of the whole context so far: the prompt, every output, every tool result.
+    context: u64,
+    /// The SDK usage received for the open message.
+    sdk: Option<TokenUsage>,
+    /// The last tool-use message ended without its turn usage: the next one to arrive is late.
+    owed: bool,
+}
+
+/// The usage stage's state, per open run.
+#[derive(Debug, Default)]
+pub struct UsageCore {
+    cfg: UsageConfig,
+    runs: HashMap<Arc<RunId>, RunUsage>,
+}
+
+fn utf16_len(s: &str) -> u64 {
+    s.chars().map(|c| c.len_utf16() as u64).sum()
+}
+
+impl UsageCore {
+    pub fn new(cfg: UsageConfig) -> Self {
+        UsageCore { cfg, runs: HashMap::new() }
+    }
+
+    /// Map a turn's SDK usage to pi's (SPEC §6c), or `None` when it is not sane.
+    pub fn sdk_usage(&self, u: &TokenUsage) -> Option<Usage> {
+        let cache = u.cache_read_tokens.checked_add(u.cache_write_tokens)?;
+        let input = u.input_tokens.checked_sub(cache)?;
+        let total = u.input_tokens.checked_add(u.output_tokens)?;
+        if u.output_tokens > self.cfg.max_output_tokens || total > self.cfg.context_window {
+            return None;
+        }
+        Some(Usage {
+            input,
+            output: u.output_tokens,
+            cache_read: u.cache_read_tokens,
+            cache_write: u.cache_write_tokens,
+            total_tokens: total,
+            ..Usage::default()
+        })
+    }
+
+    /// Process one output event; everything but `TurnUsage` passes on (with `MessageEnded` usage
+    /// filled in), plus `usage_applied` diagnostics.
+    pub fn push(&mut self, mut ev: OutputEvent, out: &mut Vec<OutputEvent>) {
+        let run = ev.run.clone();
+        match &mut ev.kind {
+            Output::RunOpened { prompt, .. } => {
+                // The prompt is input once per run: on its first message.
+                let input = prompt.as_deref().map_or(0, estimate_tokens);
+                self.runs.insert(run, RunUsage { input, context: input, ..RunUsage::default() });
+            }
+            Output::MessageStarted { .. } => {
+                let r = self.runs.entry(run).or_default();
+                r.message_open = true;
+                r.sdk = None;
+                r.output_units = 0;
+            }
+            Output::Text { delta, .. } | Output::Thinking { delta, .. } => {
+                self.runs.entry(run).or_default().output_units += utf16_len(delta);
+            }
+            Output::LifecycleLine { title, label, .. } => {
+                // Shown as the thinking text "<title>: <label>\n".
+                self.runs.entry(run).or_default().output_units += utf16_len(title) + utf16_len(label) + 3;
+            }
+            Output::Card(card) => {
+                let r = self.runs.entry(run).or_default();
+                r.output_units += utf16_len(&card.args.to_string());
+                let result = estimate_tokens(&card.content);
+                r.next_input += result;
+                r.context += result;
+            }
+            Output::TurnUsage { usage } => {
+                let usage = *usage;
+                let at_ms = ev.at_ms;
+                let r = self.runs.entry(run.clone()).or_default();
+                let verdict = if r.owed {
+                    r.owed = false;
+                    "late"
+                } else if !r.message_open || r.sdk.is_some() {
+                    "no-open-message"
+                } else {
+                    r.sdk = Some(usage);
+                    "held"
+                };
+                if verdict != "held" {
+                    let mut fields = serde_json::Map::new();
+                    fields.insert("action".into(), "discard-turn-usage".into());
+                    fields.insert("reason".into(), verdict.into());
+                    out.push(OutputEvent {
+                        run,
+                        at_ms,
+                        kind: Output::Diagnostic { phase: "usage_discarded".into(), fields },
+                    });
+                }
+                return;
+            }
+            Output::MessageEnded { turn, stop_reason, usage, .. } => {
+                let cfg_usage = self.runs.get(&run).and_then(|r| r.sdk).and_then(|u| self.sdk_usage(&u));
+                let r = self.runs.entry(run.clone()).or_default();
+                let (applied, source) = match cfg_usage {
+                    Some(u) => (u, "sdk"),
+                    None => {
+                        let output = r.output_units.div_ceil(4);
+                        let input = r.input;
+                        let total = (input + output).max(r.context + output);
+                        (Usage { input, output, total_tokens: total, ..Usage::default() }, "estimate")
+                    }
+                };
+                *usage = applied;
+                r.owed = *stop_reason == StopReason::ToolUse && r.sdk.is_none();
+                r.context += applied.output;
+                r.input = std::mem::take(&mut r.next_input);
+                r.message_open = false;
+                r.sdk = None;
+                r.output_units = 0;
+                let mut fields = serde_json::Map::new();
+                fields.insert("source".into(), source.into());
+                fields.insert("turn".into(), (*turn).into());
+                fields.insert("input".into(), applied.input.into());
+                fields.insert("output".into(), applied.output.into());
+                fields.insert("cacheRead".into(), applied.cache_read.into());
+                fields.insert("cacheWrite".into(), applied.cache_write.into());
+                fields.insert("totalTokens".into(), applied.total_tokens.into());
+                let at_ms = ev.at_ms;
+                out.push(ev);
+                out.push(OutputEvent {
+                    run,
+                    at_ms,
+                    kind: Output::Diagnostic { phase: "usage_applied".into(), fields },
+                });
+                return;
+            }
+            Output::RunClosed { .. } => {
+                self.runs.remove(&run);
+            }
+            _ => {}
+        }
+        out.push(ev);
+    }
+}
+
+#[cfg(test)]
+mod tests;

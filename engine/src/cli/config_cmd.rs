@@ -1,0 +1,83 @@
+//! `toolstream config`: show the effective configuration (defaults, config file, environment) with
+//! where each value came from, as an aligned table or one JSON object. Never shows the API key.
+
+use std::path::PathBuf;
+
+use clap::Args;
+
+use crate::config::{Config, Origin};
+
+#[derive(Debug, Args)]
+pub struct ConfigArgs {
+    /// Print one JSON object `{name: {value, origin, env}}` instead of a table.
+    #[arg(long)]
+    pub json: bool,
+    /// Config file to read instead of searching `$TOOLSTREAM_CONFIG`, `./toolstream.toml`,
+    /// `$XDG_CONFIG_HOME/toolstream/config.toml` (or `~/.config/toolstream/config.toml`).
+    #[arg(long, value_name = "PATH")]
+    pub config: Option<PathBuf>,
+}
+
+pub fn run(args: ConfigArgs) -> anyhow::Result<i32> {
+    let config = Config::from_process_env(args.config.as_deref())?;
+    if args.json {
+        println!("{}", serde_json::to_string(&config.to_json())?);
+    } else {
+        print!("{}", table(&config));
+    }
+    Ok(0)
+}
+
+/// `config file: …` then an aligned `NAME  VALUE  FROM  ENV` table.
+fn table(config: &Config) -> String {
+    let mut out = match &config.config_file.value {
+        Some(path) => {
+            let from = match &config.config_file.origin {
+                Origin::Default => "found by the default search".to_owned(),
+                other => other.to_string(),
+            };
+            format!("config file: {} ({from})\n\n", path.display())
+        }
+        None => "config file: none\n\n".to_owned(),
+    };
+    let rows: Vec<_> = config.entries().into_iter().filter(|(name, ..)| *name != "config_file").collect();
+    let width = |f: fn(&(&'static str, String, String, &'static str)) -> usize, header: &str| {
+        rows.iter().map(f).chain([header.chars().count()]).max().unwrap_or(0)
+    };
+    let w_name = width(|r| r.0.chars().count(), "NAME");
+    let w_value = width(|r| r.1.chars().count(), "VALUE");
+    let w_from = width(|r| r.2.chars().count(), "FROM");
+    let mut line = |name: &str, value: &str, from: &str, env: &str| {
+        let text = format!("{name:<w_name$}  {value:<w_value$}  {from:<w_from$}  {env}");
+        out.push_str(text.trim_end());
+        out.push('\n');
+    };
+    line("NAME", "VALUE", "FROM", "ENV");
+    for (name, value, from, env) in &rows {
+        line(name, value, from, env);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    #[test]
+    fn table_is_aligned_and_hides_the_key() {
+        let mut config = Config::defaults();
+        config.api_key.value = crate::config::Secret::new(Some("sk-secret-value".into()));
+        config.shards.set_cli(3, "--shards");
+        let t = table(&config);
+        assert!(t.starts_with("config file: none\n\nNAME "), "{t}");
+        assert!(!t.contains("sk-secret-value"));
+        let lines: Vec<&str> = t.lines().skip(2).collect();
+        let col = lines[0].find("VALUE").unwrap();
+        let shards = lines.iter().find(|l| l.starts_with("shards ")).unwrap();
+        assert_eq!(shards.find('3'), Some(col));
+        assert!(shards.contains("flag --shards") && shards.ends_with("TOOLSTREAM_SHARDS"));
+        assert!(lines.iter().any(|l| l.starts_with("api_key ") && l.contains("(set)")));
+    }
+}

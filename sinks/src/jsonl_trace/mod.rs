@@ -1,0 +1,540 @@
+//! The JSONL debug trace sink (SPEC §9.3): owns the mapping from output events to one small JSON
+//! object per line `{ts, run, phase, …allowlisted fields}`, the diagnostic field allowlist, the
+//! 4,000-char string bound and the per-file size cap with its single `artifact_truncated` marker
+//! (SPEC §8). Assistant text and thinking never enter the trace (only their counts do), call ids
+//! appear only as hashes, and every time is event time, so replays give byte-identical traces.
+
+use std::borrow::Cow;
+use std::collections::HashMap;
+use std::fs::File;
+use std::io::{self, BufWriter, Write};
+use std::path::Path;
+use std::sync::Arc;
+
+use serde_json::{Map, Value};
+use toolstream_schemas::ids::hash8;
+use toolstream_schemas::{Card, IncompleteCall, Output, OutputEvent, RunId, RunStatus, RunTotals, StopReason, Usage};
+
+use crate::{Sink, SinkError};
+
+/// The default per-file cap (SPEC §8: 2 MiB), marker line included.
+pub const DEFAULT_LIMIT_BYTES: u64 = 2 * 1024 * 1024;
+
+/// Longest string value kept in a trace line; longer ones are cut and end with `…`.
+pub const MAX_STRING_CHARS: usize = 4_000;
+
+/// The only field names a `Diagnostic` may carry into the trace (union over all phases).
+pub const DIAGNOSTIC_ALLOWLIST: &[&str] = &[
+    "source",
+    "line",
+    "byteOffset",
+    "reason",
+    "toolName",
+    "callIdHash",
+    "action",
+    "segment",
+    "what",
+    "raw",
+    "stream",
+    "activeShells",
+    "sourceKind",
+    "turn",
+    "input",
+    "output",
+    "cacheRead",
+    "cacheWrite",
+    "totalTokens",
+    "label",
+    "title",
+    "count",
+    "runId",
+    "bridgeCallId",
+    "cursorMcpCallId",
+    "piToolCallId",
+    "mcpToolName",
+    "piToolName",
+    "pendingCount",
+    "queuedCount",
+    "isError",
+    "rejectionKind",
+    "event",
+    "value",
+];
+
+const CURSOR_MCP_CALL_PREFIX: &str = "cursor-mcp-call-";
+
+/// Key/value pairs of one line after `ts`, `run` and `phase`, in the order written.
+type Fields = Vec<(Cow<'static, str>, Value)>;
+
+/// What a run streamed that the trace only counts.
+#[derive(Clone, Copy, Debug, Default)]
+struct RunCounters {
+    text_deltas: u64,
+    thinking_deltas: u64,
+}
+
+/// Writes the debug trace to any `Write` (a file, a buffer in tests).
+pub struct JsonlTraceSink<W: Write + Send> {
+    out: W,
+    limit: u64,
+    /// `{"type":"artifact_truncated","limitBytes":<limit>}\n`.
+    marker: Vec<u8>,
+    /// Bytes accepted so far (written or pending), marker included.
+    written: u64,
+    truncated: bool,
+    suppressed: u64,
+    runs: HashMap<Arc<RunId>, RunCounters>,
+    /// The current batch's lines, written to `out` in one call.
+    pending: Vec<u8>,
+}
+
+impl JsonlTraceSink<BufWriter<File>> {
+    /// Create (or truncate) `path` and trace into it with the default 2 MiB cap.
+    pub fn create(path: &Path) -> io::Result<JsonlTraceSink<BufWriter<File>>> {
+        JsonlTraceSink::create_with_limit(path, DEFAULT_LIMIT_BYTES)
+    }
+
+    /// Create (or truncate) `path` and trace into it, capped at `limit_bytes`.
+    pub fn create_with_limit(path: &Path, limit_bytes: u64) -> io::Result<JsonlTraceSink<BufWriter<File>>> {
+        Ok(JsonlTraceSink::new(BufWriter::new(File::create(path)?), limit_bytes))
+    }
+}
+
+impl<W: Write + Send> JsonlTraceSink<W> {
+    /// Trace into `writer`, which must start empty: the cap counts only what this sink writes.
+    /// The file never exceeds `limit_bytes`, the truncation marker included; a limit smaller than
+    /// the marker line itself means nothing is written at all.
+    pub fn new(writer: W, limit_bytes: u64) -> Self {
+        let marker = format!("{{\"type\":\"artifact_truncated\",\"limitBytes\":{limit_bytes}}}\n").into_bytes();
+        JsonlTraceSink {
+            out: writer,
+            limit: limit_bytes,
+            marker,
+            written: 0,
+            truncated: false,
+            suppressed: 0,
+            runs: HashMap::new(),
+            pending: Vec::new(),
+        }
+    }
+
+    /// Lines not written because the cap was reached (the one that hit it included).
+    pub fn suppressed(&self) -> u64 {
+        self.suppressed
+    }
+
+    /// Whether the cap was reached (the marker line is the last line, when it fit).
+    pub fn is_truncated(&self) -> bool {
+        self.truncated
+    }
+
+    /// Bytes written so far, marker included.
+    pub fn bytes_written(&self) -> u64 {
+        self.written
+    }
+
+    /// The writer back (tests read the buffer). Lines of an accepted batch are already in it.
+    pub fn into_inner(self) -> W {
+        self.out
+    }
+
+    fn io(e: io::Error) -> SinkError {
+        SinkError::Io { sink: "jsonl", source: e }
+    }
+
+    /// Trace one event into `pending` (or count it as suppressed once the cap is reached).
+    fn trace(&mut self, ev: &OutputEvent) -> io::Result<()> {
+        if self.truncated {
+            if produces_line(&ev.kind) {
+                self.suppressed += 1;
+            }
+            return Ok(());
+        }
+        let Some((phase, fields)) = self.map_event(ev) else {
+            return Ok(());
+        };
+        let mut line = Vec::with_capacity(128);
+        encode_line(&mut line, ev.at_ms, &run_label(&ev.run), &phase, fields)?;
+        self.accept(&line);
+        Ok(())
+    }
+
+    /// Append `line` to the batch if it leaves room for the marker; otherwise append the marker
+    /// (when it fits) and stop tracing.
+    fn accept(&mut self, line: &[u8]) {
+        let marker_len = self.marker.len() as u64;
+        let budget = self.limit.saturating_sub(marker_len);
+        if self.written.saturating_add(line.len() as u64) <= budget {
+            self.pending.extend_from_slice(line);
+            self.written += line.len() as u64;
+            return;
+        }
+        self.truncated = true;
+        self.suppressed += 1;
+        self.runs.clear();
+        if self.written.saturating_add(marker_len) <= self.limit {
+            self.pending.extend_from_slice(&self.marker);
+            self.written += marker_len;
+        }
+    }
+
+    /// The phase and fields of `ev`'s line, or `None` for events only counted.
+    fn map_event(&mut self, ev: &OutputEvent) -> Option<(Cow<'static, str>, Fields)> {
+        let (phase, fields): (Cow<'static, str>, Fields) = match &ev.kind {
+            Output::RunOpened { model, .. } => ("run_opened".into(), vec![f("model", opt_str(model))]),
+            Output::MessageStarted { turn } => ("message_started".into(), vec![f("turn", (*turn).into())]),
+            Output::Text { .. } => {
+                self.runs.entry(ev.run.clone()).or_default().text_deltas += 1;
+                return None;
+            }
+            Output::Thinking { .. } => {
+                self.runs.entry(ev.run.clone()).or_default().thinking_deltas += 1;
+                return None;
+            }
+            // Internal to the usage stage (sinks never see it); nothing to trace if one slips through.
+            Output::BlockEnded { .. } | Output::TurnUsage { .. } => return None,
+            Output::LifecycleLine { call, title, label } => (
+                "tool_lifecycle".into(),
+                vec![
+                    f("callIdHash", call.hash.as_str().into()),
+                    f("title", title.as_str().into()),
+                    f("label", label.as_str().into()),
+                ],
+            ),
+            Output::ShellProgress { call, stream, line } => (
+                "shell_progress".into(),
+                vec![
+                    f("callIdHash", call.hash.as_str().into()),
+                    f("stream", stream.as_str().into()),
+                    f("line", line.as_str().into()),
+                ],
+            ),
+            Output::Card(card) => ("tool_completed".into(), card_fields(card)),
+            Output::IncompleteCall(inc) => incomplete_line(inc),
+            Output::MessageEnded { turn, stop_reason, usage, error } => (
+                "message_ended".into(),
+                vec![
+                    f("turn", (*turn).into()),
+                    f("stopReason", stop_reason_str(*stop_reason).into()),
+                    f("error", opt_str(error)),
+                    f("usage", usage_value(usage)),
+                ],
+            ),
+            Output::RunClosed { status, totals, error, .. } => {
+                let counters = self.runs.remove(&ev.run).unwrap_or_default();
+                ("run_closed".into(), run_closed_fields(*status, totals, error.as_deref(), counters))
+            }
+            Output::Diagnostic { phase, fields } => (phase.clone().into(), diagnostic_fields(fields)),
+        };
+        Some((phase, fields))
+    }
+}
+
+impl<W: Write + Send> Sink for JsonlTraceSink<W> {
+    fn name(&self) -> &'static str {
+        "jsonl"
+    }
+
+    fn write(&mut self, batch: &[OutputEvent]) -> Result<(), SinkError> {
+        for ev in batch {
+            self.trace(ev).map_err(Self::io)?;
+        }
+        if self.pending.is_empty() {
+            return Ok(());
+        }
+        let res = self.out.write_all(&self.pending);
+        self.pending.clear();
+        res.map_err(Self::io)
+    }
+
+    fn flush(&mut self) -> Result<(), SinkError> {
+        self.out.flush().map_err(Self::io)
+    }
+}
+
+/// Whether an event would produce a trace line (used to count suppressed lines cheaply).
+fn produces_line(kind: &Output) -> bool {
+    !matches!(
+        kind,
+        Output::Text { .. } | Output::Thinking { .. } | Output::BlockEnded { .. } | Output::TurnUsage { .. }
+    )
+}
+
+/// The run's label; the engine's run-less diagnostics (`seq` 0) get `""`.
+fn run_label(run: &RunId) -> String {
+    if run.seq == 0 {
+        String::new()
+    } else {
+        run.label()
+    }
+}
+
+fn f(key: &'static str, value: Value) -> (Cow<'static, str>, Value) {
+    (Cow::Borrowed(key), value)
+}
+
+fn opt_str(s: &Option<String>) -> Value {
+    s.as_deref().map_or(Value::Null, Value::from)
+}
+
+fn opt_u64(n: Option<u64>) -> Value {
+    n.map_or(Value::Null, Value::from)
+}
+
+fn stop_reason_str(r: StopReason) -> &'static str {
+    match r {
+        StopReason::Stop => "stop",
+        StopReason::ToolUse => "toolUse",
+        StopReason::Error => "error",
+        StopReason::Aborted => "aborted",
+    }
+}
+
+fn usage_value(u: &Usage) -> Value {
+    let mut m = Map::new();
+    m.insert("input".into(), u.input.into());
+    m.insert("output".into(), u.output.into());
+    m.insert("cacheRead".into(), u.cache_read.into());
+    m.insert("cacheWrite".into(), u.cache_write.into());
+    m.insert("totalTokens".into(), u.total_tokens.into());
+    Value::Object(m)
+}
+
+fn card_fields(card: &Card) -> Fields {
+    vec![
+        f("callIdHash", card.call.hash.as_str().into()),
+        f("toolName", card.source_tool.name().into()),
+        f("piTool", card.pi_tool.as_str().into()),
+        f("title", card.title.as_str().into()),
+        f("summary", card.summary.as_str().into()),
+        f("isError", card.is_error.into()),
+        f("replayId", card.replay_id.as_str().into()),
+        f("startedMs", opt_u64(card.started_ms)),
+        f("completedMs", opt_u64(card.completed_ms)),
+    ]
+}
+
+fn incomplete_line(inc: &IncompleteCall) -> (Cow<'static, str>, Fields) {
+    let mut fields = vec![
+        f("toolName", inc.source_tool.name().into()),
+        f("callIdHash", inc.call.hash.as_str().into()),
+        f("reason", inc.reason.as_str().into()),
+    ];
+    if inc.visible {
+        fields.push(f("title", inc.title.as_str().into()));
+        ("tool_incomplete".into(), fields)
+    } else {
+        ("discarded-incomplete-started-tool-call".into(), fields)
+    }
+}
+
+fn run_closed_fields(status: RunStatus, totals: &RunTotals, error: Option<&str>, counters: RunCounters) -> Fields {
+    let reported = totals.reported_usage.map_or(Value::Null, |u| {
+        let mut m = Map::new();
+        m.insert("inputTokens".into(), u.input_tokens.into());
+        m.insert("outputTokens".into(), u.output_tokens.into());
+        m.insert("cacheReadTokens".into(), u.cache_read_tokens.into());
+        m.insert("cacheWriteTokens".into(), u.cache_write_tokens.into());
+        m.insert("total".into(), u.total().into());
+        Value::Object(m)
+    });
+    vec![
+        f("status", status.as_str().into()),
+        f("error", error.map_or(Value::Null, Value::from)),
+        f("cards", totals.cards.into()),
+        f("errorCards", totals.error_cards.into()),
+        f("incompleteCalls", totals.incomplete_calls.into()),
+        f("messages", totals.messages.into()),
+        f("durationMs", opt_u64(totals.duration_ms)),
+        f("reportedUsage", reported),
+        f("textDeltas", counters.text_deltas.into()),
+        f("thinkingDeltas", counters.thinking_deltas.into()),
+    ]
+}
+
+/// Keep only allowlisted keys (in the map's order), hash a raw `cursorMcpCallId`, and report how
+/// many keys were dropped as `droppedFields` when any were.
+fn diagnostic_fields(fields: &Map<String, Value>) -> Fields {
+    let mut out = Fields::with_capacity(fields.len() + 1);
+    let mut dropped: u64 = 0;
+    for (key, value) in fields {
+        let Some(name) = DIAGNOSTIC_ALLOWLIST.iter().find(|k| **k == key.as_str()) else {
+            dropped += 1;
+            continue;
+        };
+        let value = if *name == "cursorMcpCallId" { hashed_mcp_call_id(value) } else { value.clone() };
+        out.push(f(name, value));
+    }
+    if dropped > 0 {
+        out.push(f("droppedFields", dropped.into()));
+    }
+    out
+}
+
+/// `cursor-mcp-call-<8 hex>` as given; anything else (a raw MCP id) hashed into that form.
+fn hashed_mcp_call_id(value: &Value) -> Value {
+    match value {
+        Value::Null => Value::Null,
+        Value::String(s) if is_hashed_mcp_call_id(s) => value.clone(),
+        Value::String(s) => Value::String(format!("{CURSOR_MCP_CALL_PREFIX}{}", hash8(s))),
+        other => Value::String(format!("{CURSOR_MCP_CALL_PREFIX}{}", hash8(&other.to_string()))),
+    }
+}
+
+fn is_hashed_mcp_call_id(s: &str) -> bool {
+    s.strip_prefix(CURSOR_MCP_CALL_PREFIX)
+        .is_some_and(|h| h.len() == 8 && h.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)))
+}
+
+/// Cut `s` to [`MAX_STRING_CHARS`] chars plus `…` when longer.
+fn bound_str(s: &str) -> Cow<'_, str> {
+    match s.char_indices().nth(MAX_STRING_CHARS) {
+        Some((i, _)) => Cow::Owned(format!("{}…", &s[..i])),
+        None => Cow::Borrowed(s),
+    }
+}
+
+/// Bound every string inside `v`, recursively.
+fn bound_value(v: &mut Value) {
+    match v {
+        Value::String(s) => {
+            if let Cow::Owned(cut) = bound_str(s) {
+                *s = cut;
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(bound_value),
+        Value::Object(map) => map.values_mut().for_each(bound_value),
+        Value::Null | Value::Bool(_) | Value::Number(_) => {}
+    }
+}
+
+/// Encode `{"ts":…,"run":…,"phase":…,<fields>}\n` into `out`, every string bounded.
+fn encode_line(out: &mut Vec<u8>, ts: u64, run: &str, phase: &str, fields: Fields) -> io::Result<()> {
+    out.extend_from_slice(b"{\"ts\":");
+    serde_json::to_writer(&mut *out, &ts)?;
+    out.extend_from_slice(b",\"run\":");
+    serde_json::to_writer(&mut *out, run)?;
+    out.extend_from_slice(b",\"phase\":");
+    serde_json::to_writer(&mut *out, bound_str(phase).as_ref())?;
+    for (key, mut value) in fields {
+        bound_value(&mut value);
+        out.push(b',');
+        serde_json::to_writer(&mut *out, key.as_ref())?;
+        out.push(b':');
+        serde_json::to_writer(&mut *out, &value)?;
+    }
+    out.extend_from_slice(b"}\n");
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use toolstream_schemas::ids::call_ref;
+    use toolstream_schemas::ShellStream;
+
+    fn run(seq: u32) -> Arc<RunId> {
+        Arc::new(RunId { session: "sess-1".into(), seq })
+    }
+
+    fn ev(run: &Arc<RunId>, at_ms: u64, kind: Output) -> OutputEvent {
+        OutputEvent { run: run.clone(), at_ms, kind }
+    }
+
+    fn lines(bytes: &[u8]) -> Vec<Value> {
+        let text = std::str::from_utf8(bytes).unwrap();
+        text.lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+    }
+
+    #[test]
+    fn line_starts_with_ts_run_phase() {
+        let r = run(2);
+        let mut sink = JsonlTraceSink::new(Vec::new(), DEFAULT_LIMIT_BYTES);
+        sink.write(&[ev(&r, 42, Output::MessageStarted { turn: 1 })]).unwrap();
+        let out = String::from_utf8(sink.into_inner()).unwrap();
+        let label = r.label();
+        assert_eq!(out, format!("{{\"ts\":42,\"run\":\"{label}\",\"phase\":\"message_started\",\"turn\":1}}\n"));
+    }
+
+    #[test]
+    fn seq_zero_has_empty_run() {
+        let r = run(0);
+        let mut sink = JsonlTraceSink::new(Vec::new(), DEFAULT_LIMIT_BYTES);
+        let mut fields = Map::new();
+        fields.insert("reason".into(), "bad json".into());
+        sink.write(&[ev(&r, 0, Output::Diagnostic { phase: "decode_error".into(), fields })]).unwrap();
+        let l = lines(&sink.into_inner());
+        assert_eq!(l[0]["run"], "");
+        assert_eq!(l[0]["reason"], "bad json");
+    }
+
+    #[test]
+    fn strings_are_bounded_on_char_boundaries() {
+        let long = "é".repeat(MAX_STRING_CHARS + 10);
+        let cut = bound_str(&long);
+        assert_eq!(cut.chars().count(), MAX_STRING_CHARS + 1);
+        assert!(cut.ends_with('…'));
+        let exact = "x".repeat(MAX_STRING_CHARS);
+        assert_eq!(bound_str(&exact), exact.as_str());
+
+        let mut v = serde_json::json!({"a": [long.clone()], "b": {"c": long}});
+        bound_value(&mut v);
+        assert_eq!(v["a"][0].as_str().unwrap().chars().count(), MAX_STRING_CHARS + 1);
+        assert_eq!(v["b"]["c"].as_str().unwrap().chars().count(), MAX_STRING_CHARS + 1);
+    }
+
+    #[test]
+    fn mcp_call_ids_are_hashed_unless_already_hashed() {
+        let ok = Value::from("cursor-mcp-call-0123abcd");
+        assert_eq!(hashed_mcp_call_id(&ok), ok);
+        let raw = Value::from("toolu_01RAWID");
+        assert_eq!(hashed_mcp_call_id(&raw), Value::from(format!("cursor-mcp-call-{}", hash8("toolu_01RAWID"))));
+        // Wrong length or upper-case hex is not the hashed form.
+        assert!(!is_hashed_mcp_call_id("cursor-mcp-call-0123abc"));
+        assert!(!is_hashed_mcp_call_id("cursor-mcp-call-0123ABCD"));
+        assert_eq!(hashed_mcp_call_id(&Value::from(7)), Value::from(format!("cursor-mcp-call-{}", hash8("7"))));
+    }
+
+    #[test]
+    fn deltas_are_counted_per_run_and_reset_at_close() {
+        let (a, b) = (run(1), run(2));
+        let mut sink = JsonlTraceSink::new(Vec::new(), DEFAULT_LIMIT_BYTES);
+        let close = |r: &Arc<RunId>| {
+            ev(
+                r,
+                9,
+                Output::RunClosed {
+                    status: RunStatus::Finished,
+                    final_text: "secret final text".into(),
+                    totals: RunTotals::default(),
+                    error: None,
+                },
+            )
+        };
+        sink.write(&[
+            ev(&a, 1, Output::Text { turn: 1, delta: "hello".into() }),
+            ev(&b, 1, Output::Thinking { turn: 1, delta: "hmm".into() }),
+            ev(&a, 2, Output::Text { turn: 1, delta: " world".into() }),
+            ev(&a, 3, Output::BlockEnded { turn: 1 }),
+            close(&a),
+            close(&b),
+            ev(&a, 10, Output::ShellProgress { call: call_ref("c"), stream: ShellStream::Stdout, line: "ok".into() }),
+        ])
+        .unwrap();
+        assert!(sink.runs.is_empty());
+        let l = lines(&sink.into_inner());
+        assert_eq!(l.len(), 3);
+        assert_eq!((l[0]["textDeltas"].as_u64(), l[0]["thinkingDeltas"].as_u64()), (Some(2), Some(0)));
+        assert_eq!((l[1]["textDeltas"].as_u64(), l[1]["thinkingDeltas"].as_u64()), (Some(0), Some(1)));
+    }
+
+    #[test]
+    fn limit_below_marker_writes_nothing() {
+        let r = run(1);
+        let mut sink = JsonlTraceSink::new(Vec::new(), 10);
+        sink.write(&[ev(&r, 1, Output::MessageStarted { turn: 1 })]).unwrap();
+        assert!(sink.is_truncated());
+        assert_eq!(sink.suppressed(), 1);
+        assert!(sink.into_inner().is_empty());
+    }
+}

@@ -7,7 +7,9 @@ use toolstream_schemas::OutputEvent;
 use crate::item::Item;
 use crate::lifecycle::{LifecycleCore, DEFAULT_DEFER_MS};
 use crate::present::scrub::Scrubber;
-use crate::run::{Coordinator, CoordinatorConfig, DEFAULT_BATCH_SETTLE_MS, DEFAULT_USAGE_WAIT_MS};
+use crate::run::{
+    Coordinator, CoordinatorConfig, DEFAULT_BATCH_SETTLE_MS, DEFAULT_USAGE_POLL_MS, DEFAULT_USAGE_WAIT_MS,
+};
 use crate::shell::ShellCore;
 use crate::usage::{UsageConfig, UsageCore};
 
@@ -18,6 +20,7 @@ pub struct ShardConfig {
     pub lifecycle_defer_ms: u64,
     pub batch_settle_ms: u64,
     pub usage_wait_ms: u64,
+    pub usage_poll_ms: u64,
     pub usage: UsageConfig,
 }
 
@@ -28,6 +31,7 @@ impl Default for ShardConfig {
             lifecycle_defer_ms: DEFAULT_DEFER_MS,
             batch_settle_ms: DEFAULT_BATCH_SETTLE_MS,
             usage_wait_ms: DEFAULT_USAGE_WAIT_MS,
+            usage_poll_ms: DEFAULT_USAGE_POLL_MS,
             usage: UsageConfig::default(),
         }
     }
@@ -47,6 +51,7 @@ impl ShardConfig {
             scrubber: self.scrubber.clone(),
             batch_settle_ms: self.batch_settle_ms,
             usage_wait_ms: self.usage_wait_ms,
+            usage_poll_ms: self.usage_poll_ms,
         })
     }
 

@@ -211,11 +211,25 @@ fn turn_ended_usage_100ms_after_a_completion_lands_on_the_tool_use_message() {
             ..Usage::default()
         }
     );
-    // Settled at 50 + 75 = 125, usage arrived at 150 (within the 125 ms wait): ends then.
+    // Settled at 50 + 75 = 125, usage arrived at 150 (within the 125 ms wait, on a 25 ms poll).
     assert_eq!(ends[0].2, 150);
     // The final message falls back to estimates.
     assert_eq!(ends[1].0, StopReason::Stop);
     assert_eq!((ends[1].1.cache_read, ends[1].1.output), (0, 3));
+}
+
+#[test]
+fn the_usage_wait_polls_every_25ms() {
+    let args = r#"{"path":"/w/a.rs"}"#;
+    let mut items = start(0, "read it");
+    items.push(at(10, Input::ToolStarted(tool("r", ToolKind::Read, args, None))));
+    items.push(at(50, Input::ToolCompleted(tool("r", ToolKind::Read, args, Some(r#"{"content":"x"}"#)))));
+    // Settled at 125; usage at 160 is seen by the poll at 175.
+    items.push(at(160, turn_usage()));
+    items.push(end(500));
+    let out = run(items);
+    let ends = message_ends(&out);
+    assert_eq!((ends[0].0, ends[0].2, ends[0].1.input), (StopReason::ToolUse, 175, 1309));
 }
 
 #[test]

@@ -24,6 +24,8 @@ use state::Run;
 pub const DEFAULT_BATCH_SETTLE_MS: u64 = 75;
 /// Default wait for a turn's usage after the batch settled (ms of event time).
 pub const DEFAULT_USAGE_WAIT_MS: u64 = 125;
+/// Default polling interval of that wait (ms of event time).
+pub const DEFAULT_USAGE_POLL_MS: u64 = 25;
 
 /// Settings of run coordination.
 #[derive(Debug, Clone)]
@@ -31,6 +33,9 @@ pub struct CoordinatorConfig {
     pub scrubber: Scrubber,
     pub batch_settle_ms: u64,
     pub usage_wait_ms: u64,
+    /// The wait checks for usage every this many ms (≥ 1): a message ends at the first check
+    /// after its usage arrived.
+    pub usage_poll_ms: u64,
 }
 
 impl Default for CoordinatorConfig {
@@ -39,6 +44,7 @@ impl Default for CoordinatorConfig {
             scrubber: Scrubber::default(),
             batch_settle_ms: DEFAULT_BATCH_SETTLE_MS,
             usage_wait_ms: DEFAULT_USAGE_WAIT_MS,
+            usage_poll_ms: DEFAULT_USAGE_POLL_MS,
         }
     }
 }

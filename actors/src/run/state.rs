@@ -31,8 +31,10 @@ enum Batch {
         until: u64,
         usage_seen: bool,
     },
-    /// Settled; the message waits for its turn's usage until `until`.
+    /// Settled at `since`; the message waits for its turn's usage until `until` (brought forward
+    /// to the next poll once the usage arrived).
     Waiting {
+        since: u64,
         until: u64,
     },
 }
@@ -89,7 +91,7 @@ impl Run {
     pub(super) fn next_due(&self) -> Option<u64> {
         match self.batch {
             Batch::None => None,
-            Batch::Settling { until, .. } | Batch::Waiting { until } => Some(until),
+            Batch::Settling { until, .. } | Batch::Waiting { until, .. } => Some(until),
         }
     }
 
@@ -106,10 +108,10 @@ impl Run {
                     if usage_seen || cfg.usage_wait_ms == 0 {
                         self.end_message(out, StopReason::ToolUse, None);
                     } else {
-                        self.batch = Batch::Waiting { until: until + cfg.usage_wait_ms };
+                        self.batch = Batch::Waiting { since: until, until: until + cfg.usage_wait_ms };
                     }
                 }
-                Batch::Waiting { until } if until <= t => {
+                Batch::Waiting { until, .. } if until <= t => {
                     self.now = self.now.max(until);
                     self.end_message(out, StopReason::ToolUse, None);
                 }
@@ -208,7 +210,14 @@ impl Run {
                 self.emit(out, Output::TurnUsage { usage });
                 match self.batch {
                     Batch::Settling { until, .. } => self.batch = Batch::Settling { until, usage_seen: true },
-                    Batch::Waiting { .. } => self.end_message(out, StopReason::ToolUse, None),
+                    Batch::Waiting { since, until } => {
+                        // Polled every `usage_poll_ms`: the wait ends at the first poll from now.
+                        let poll = cfg.usage_poll_ms.max(1);
+                        let next_poll = since + (self.now - since).div_ceil(poll) * poll;
+                        self.batch = Batch::Waiting { since, until: until.min(next_poll) };
+                        let now = self.now;
+                        self.advance(cfg, now, out);
+                    }
                     Batch::None => {}
                 }
             }

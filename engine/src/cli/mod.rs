@@ -89,6 +89,7 @@ impl InputArgs {
                 lifecycle_defer_ms: cfg.lifecycle_defer_ms.value,
                 batch_settle_ms: cfg.batch_settle_ms.value,
                 usage_wait_ms: cfg.usage_wait_ms.value,
+                usage_poll_ms: cfg.usage_poll_ms.value,
                 ..ShardConfig::default()
             },
             ..PipelineOptions::default()

@@ -1,9 +1,10 @@
-//! One shard's stages composed without a runtime: shell delta → lifecycle → run → usage. The
+//! One shard's stages composed without a runtime: intake → shell delta → lifecycle → run → usage. The
 //! actix actors run exactly these cores, one per actor; this composition serves the
 //! single-threaded path and the property tests.
 
 use toolstream_schemas::OutputEvent;
 
+use crate::intake::IntakeCore;
 use crate::item::Item;
 use crate::lifecycle::{LifecycleCore, DEFAULT_DEFER_MS};
 use crate::present::scrub::Scrubber;
@@ -60,9 +61,11 @@ impl ShardConfig {
     }
 }
 
-/// The four stage cores of one shard, chained.
+/// The stage cores of one shard, chained.
 #[derive(Debug)]
 pub struct ShardCore {
+    intake: IntakeCore,
+    after_intake: Vec<Item>,
     shell: ShellCore,
     lifecycle: LifecycleCore,
     run: Coordinator,
@@ -81,6 +84,8 @@ impl Default for ShardCore {
 impl ShardCore {
     pub fn new(cfg: &ShardConfig) -> Self {
         ShardCore {
+            intake: IntakeCore::default(),
+            after_intake: Vec::new(),
             shell: cfg.shell(),
             lifecycle: cfg.lifecycle(),
             run: cfg.run(),
@@ -108,7 +113,10 @@ impl ShardCore {
 
     /// Push one item through every stage, appending the outputs to `out`.
     pub fn push(&mut self, item: Item, out: &mut Vec<OutputEvent>) {
-        self.shell.push(item, &mut self.after_shell);
+        self.intake.push(item, &mut self.after_intake);
+        for i in self.after_intake.drain(..) {
+            self.shell.push(i, &mut self.after_shell);
+        }
         for i in self.after_shell.drain(..) {
             self.lifecycle.push(i, &mut self.after_lifecycle);
         }

@@ -6,6 +6,7 @@
 use actix::prelude::*;
 use toolstream_schemas::OutputEvent;
 
+use crate::intake::IntakeCore;
 use crate::item::Item;
 use crate::lifecycle::LifecycleCore;
 use crate::messages::Batch;
@@ -18,6 +19,14 @@ pub trait Stage: Unpin + 'static {
     type In: Send + 'static;
     type Out: Send + 'static;
     fn push(&mut self, input: Self::In, out: &mut Vec<Self::Out>);
+}
+
+impl Stage for IntakeCore {
+    type In = Item;
+    type Out = Item;
+    fn push(&mut self, input: Item, out: &mut Vec<Item>) {
+        IntakeCore::push(self, input, out)
+    }
 }
 
 impl Stage for ShellCore {
@@ -86,6 +95,8 @@ impl<S: Stage> Handler<Batch<S::In>> for StageActor<S> {
     }
 }
 
+/// Call matching and dedupe (SPEC §5.2): the shard's first stage.
+pub type IntakeActor = StageActor<IntakeCore>;
 /// Shell output attribution (SPEC §6b).
 pub type ShellDeltaActor = StageActor<ShellCore>;
 /// Lifecycle lines (SPEC §6).
@@ -95,11 +106,13 @@ pub type RunActor = StageActor<Coordinator>;
 /// Usage accounting (SPEC §6c).
 pub type UsageActor = StageActor<UsageCore>;
 
-/// Start the four stages of a shard on the current actix System, wired in order, delivering to
-/// `sink`. Returns the address of the first stage. Must be called from within a running System.
-pub fn start_shard(cfg: &crate::shard::ShardConfig, sink: Recipient<Batch<OutputEvent>>) -> Addr<ShellDeltaActor> {
+/// Start the stages of a shard on the current actix System, wired in order (intake → shell
+/// delta → lifecycle → run → usage), delivering to `sink`. Returns the address of the first stage.
+/// Must be called from within a running System.
+pub fn start_shard(cfg: &crate::shard::ShardConfig, sink: Recipient<Batch<OutputEvent>>) -> Addr<IntakeActor> {
     let usage = UsageActor::new(cfg.usage(), sink).start();
     let run = RunActor::new(cfg.run(), usage.recipient()).start();
     let lifecycle = LifecycleActor::new(cfg.lifecycle(), run.recipient()).start();
-    ShellDeltaActor::new(cfg.shell(), lifecycle.recipient()).start()
+    let shell = ShellDeltaActor::new(cfg.shell(), lifecycle.recipient()).start();
+    IntakeActor::new(IntakeCore::default(), shell.recipient()).start()
 }

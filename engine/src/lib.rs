@@ -2,6 +2,7 @@
 //! scrubbed and bounded, to pluggable sinks. This crate holds the sources, decoding, pipeline
 //! wiring and the CLI; the binary is `toolstream`.
 
+pub mod bench;
 pub mod cli;
 pub mod clock;
 pub mod config;

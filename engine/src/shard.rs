@@ -1,4 +1,4 @@
-//! Shards: one actix System per OS thread running the four stage actors, behind a bounded
+//! Shards: one actix System per OS thread running the stage actors, behind a bounded
 //! crossbeam channel (the shard's door). A pump thread takes batches from the door and awaits
 //! each batch's passage through every stage, so a fast reader is held back by a slow shard.
 //! Outputs go to the fan-out, which hands each batch to every sink's own bounded queue.
@@ -137,7 +137,7 @@ impl Shard {
     }
 }
 
-fn pump(door: Receiver<DoorMsg>, first: Addr<toolstream_actors::stage::ShellDeltaActor>, system: System) {
+fn pump(door: Receiver<DoorMsg>, first: Addr<toolstream_actors::stage::IntakeActor>, system: System) {
     for msg in door {
         match msg {
             DoorMsg::Items(items) => {

@@ -87,8 +87,18 @@ impl CallTable {
         true
     }
 
+    /// Whether a call with this id is started and not completed.
+    pub fn is_started(&self, call_id: &str) -> bool {
+        !call_id.is_empty() && self.started.iter().any(|c| c.call_id == call_id)
+    }
+
     /// Match a completion to its start (SPEC §5.2).
     pub fn complete(&mut self, ev: &ToolEvent) -> Completion {
+        // An id-less report identical to an earlier completion is that completion again: it must
+        // not be matched to another (identical) call that is still running.
+        if ev.call_id.is_empty() && self.completed_display.contains(&display_fingerprint(ev, ev.args.as_ref())) {
+            return Completion::Duplicate("same tool, args and result as an earlier report, without a call id");
+        }
         let outcome = self.match_start(ev);
         let args = match &outcome {
             Completion::Matched(s) => ev.args.as_ref().or(s.args.as_ref()),

@@ -1,0 +1,89 @@
+use std::sync::Arc;
+
+use serde_json::value::RawValue;
+use toolstream_schemas::{Input, InputEvent, ResultStatus, RunStart, SourcePos, Tool, ToolEvent, ToolKind, ToolResult};
+
+use super::IntakeCore;
+use crate::item::Item;
+
+fn ev(at: u64, kind: Input) -> Item {
+    Item::Input(InputEvent { session: Arc::from("s"), at_ms: Some(at), pos: SourcePos::default(), kind })
+}
+
+fn read(id: &str, path: Option<&str>, done: bool) -> Box<ToolEvent> {
+    Box::new(ToolEvent {
+        call_id: id.into(),
+        tool: Tool::Known(ToolKind::Read),
+        wire_name: "readToolCall".into(),
+        args: path.map(|p| RawValue::from_string(format!(r#"{{"path":"{p}"}}"#)).unwrap()),
+        result: done.then(|| ToolResult {
+            status: ResultStatus::Success,
+            value: RawValue::from_string("{}".into()).unwrap(),
+            extra: vec![],
+        }),
+        model_call_id: None,
+        started_at_ms: None,
+        completed_at_ms: None,
+        extra: vec![],
+    })
+}
+
+/// The events that go on, as `kind:call_id:has_args`.
+fn passed(items: Vec<Item>) -> Vec<String> {
+    let mut core = IntakeCore::default();
+    let mut out = Vec::new();
+    for i in items {
+        core.push(i, &mut out);
+    }
+    out.iter()
+        .filter_map(|i| match i {
+            Item::Input(InputEvent { kind: Input::ToolStarted(t), .. }) => Some(format!("start:{}", t.call_id)),
+            Item::Input(InputEvent { kind: Input::ToolCompleted(t), .. }) => {
+                Some(format!("done:{}:{}", t.call_id, t.args.is_some()))
+            }
+            Item::Diagnostic { fields, .. } => Some(format!("drop:{}", fields["action"].as_str().unwrap())),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn completions_carry_their_start_id_and_args() {
+    let out = passed(vec![
+        ev(0, Input::RunStarted(RunStart::default())),
+        ev(1, Input::ToolStarted(read("a", Some("/x"), false))),
+        ev(2, Input::ToolCompleted(read("a", None, true))),
+        ev(3, Input::ToolStarted(read("b", Some("/y"), false))),
+        // An unknown id matched by fingerprint: it becomes `b`.
+        ev(4, Input::ToolCompleted(read("zz", Some("/y"), true))),
+    ]);
+    assert_eq!(out, vec!["start:a", "done:a:true", "start:b", "done:b:true"]);
+}
+
+#[test]
+fn repeats_are_dropped_and_never_steal_another_call() {
+    let out = passed(vec![
+        ev(0, Input::RunStarted(RunStart::default())),
+        ev(1, Input::ToolStarted(read("a", Some("/x"), false))),
+        ev(2, Input::ToolStarted(read("b", Some("/x"), false))),
+        ev(3, Input::ToolCompleted(read("a", None, true))),
+        // The same completion again, by id and then without one: `b` keeps running.
+        ev(4, Input::ToolCompleted(read("a", Some("/x"), true))),
+        ev(5, Input::ToolCompleted(read("", Some("/x"), true))),
+        // A start repeated after the completion.
+        ev(6, Input::ToolStarted(read("a", Some("/x"), false))),
+        ev(7, Input::ToolCompleted(read("b", None, true))),
+    ]);
+    assert_eq!(
+        out,
+        vec![
+            "start:a",
+            "start:b",
+            "done:a:true",
+            "drop:drop-duplicate-completion",
+            "drop:drop-duplicate-completion",
+            "drop:ignore-start-after-completion",
+            "done:b:true"
+        ]
+    );
+}

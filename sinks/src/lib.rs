@@ -3,6 +3,8 @@
 
 pub mod cards;
 pub mod jsonl_trace;
+pub mod pi_events;
+pub mod pi_session;
 
 use toolstream_schemas::OutputEvent;
 

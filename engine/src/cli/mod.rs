@@ -103,8 +103,9 @@ pub struct ReplayArgs {
     #[arg(value_name = "FILE")]
     pub files: Vec<PathBuf>,
     /// Where to deliver the stream; repeatable. `cards` (terminal cards on stdout, the default
-    /// when no sink is named) or `jsonl=PATH` (the JSONL debug trace: allowlisted fields, hashed
-    /// call ids, capped at 2 MiB).
+    /// when no sink is named), `jsonl=PATH` (the JSONL debug trace: allowlisted fields, hashed
+    /// call ids, capped at 2 MiB) or `pi-session=PATH` (one pi session file, format v3, for
+    /// every run: open it with `pi --session PATH`; written whole and renamed into place).
     #[arg(long = "sink", value_name = "SPEC")]
     pub sinks: Vec<SinkSpec>,
     /// Also write the JSONL debug trace to FILE (same as `--sink jsonl=FILE`).
@@ -164,6 +165,7 @@ pub enum ColorArg {
 pub enum SinkSpec {
     Cards,
     Jsonl(PathBuf),
+    PiSession(PathBuf),
 }
 
 impl FromStr for SinkSpec {
@@ -179,7 +181,9 @@ impl FromStr for SinkSpec {
             ("cards", Some(_)) => Err("`cards` takes no argument (it writes to stdout)".into()),
             ("jsonl", Some(path)) if !path.is_empty() => Ok(SinkSpec::Jsonl(PathBuf::from(path))),
             ("jsonl", _) => Err("`jsonl` needs a file: `--sink jsonl=trace.jsonl`".into()),
-            _ => Err(format!("unknown sink `{name}`; available: cards, jsonl=PATH")),
+            ("pi-session", Some(path)) if !path.is_empty() => Ok(SinkSpec::PiSession(PathBuf::from(path))),
+            ("pi-session", _) => Err("`pi-session` needs a file: `--sink pi-session=session.jsonl`".into()),
+            _ => Err(format!("unknown sink `{name}`; available: cards, jsonl=PATH, pi-session=PATH")),
         }
     }
 }

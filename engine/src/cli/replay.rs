@@ -40,6 +40,11 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<i32> {
                     .map_err(|e| anyhow::anyhow!("cannot create trace file {}: {e}", path.display()))?;
                 sinks.push(Box::new(sink));
             }
+            SinkSpec::PiSession(path) => {
+                let sink = toolstream_sinks::pi_session::PiSessionSink::create(&path)
+                    .map_err(|e| anyhow::anyhow!("cannot write pi session {}: {e}", path.display()))?;
+                sinks.push(Box::new(sink));
+            }
         }
     }
     let mut opts = args.input.pipeline_options(&cfg);

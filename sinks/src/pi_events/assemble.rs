@@ -1,0 +1,327 @@
+//! Output events → pi assistant messages and tool results, shared by the pi live-events sink and
+//! the pi session sink so both deliver exactly the same messages.
+//!
+//! Per run: `MessageStarted … MessageEnded` is one assistant message. `Text` deltas form text
+//! blocks, `Thinking` deltas and lifecycle lines (as `"<title>: <label>\n"`) form thinking
+//! blocks, `BlockEnded` closes the open block, and each `Card` becomes one `toolCall` block
+//! (id = the card's replay id, name = its pi tool, arguments = its replay args) plus the
+//! `toolResult` message that answers it (the recorded content, details and error flag).
+//!
+//! pi only pairs tool calls with results when they end a `toolUse` message: its agent loop never
+//! runs the tools of an `error`/`aborted` message, and its provider context drops such a message
+//! while keeping any results that follow it. So tool calls always end a `toolUse` message here:
+//! when a message holding cards ends with another reason (the incomplete-call cards the run
+//! emits into its last message, SPEC §5.3), or when text or thinking would follow a card in the
+//! same message, the message is split — a `toolUse` message carrying everything so far (usage
+//! zero) and its tool results, then a new message that carries the rest, the engine's usage and
+//! the real stop reason. Every tool call therefore has exactly one tool result, right after its
+//! message, and the token totals are unchanged.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use serde_json::Value;
+use toolstream_schemas::{Card, Output, OutputEvent, RunId, RunStatus, StopReason, Usage};
+
+use super::wire::{
+    stop_reason_name, AssistantMessage, ContentBlock, PiUsage, TextContent, ToolCall, ToolResultMessage, UNKNOWN_MODEL,
+};
+
+/// Which kind of streaming block.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BlockKind {
+    Text,
+    Thinking,
+}
+
+/// What the assembler produced from one output event, in order.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Step {
+    /// A run opened. `at` is its event time (0 when the source had none yet).
+    RunOpened {
+        cwd: Option<String>,
+        model: String,
+        prompt: Option<String>,
+        at: u64,
+    },
+    /// An assistant message starts; the message as it starts (no content yet).
+    Start(AssistantMessage),
+    BlockStart {
+        kind: BlockKind,
+        index: usize,
+    },
+    BlockDelta {
+        kind: BlockKind,
+        index: usize,
+        delta: String,
+    },
+    BlockEnd {
+        kind: BlockKind,
+        index: usize,
+        content: String,
+    },
+    /// A complete `toolCall` block at `index`.
+    ToolCall {
+        index: usize,
+        call: ToolCall,
+    },
+    /// The message is complete; `at` is when it ended.
+    End {
+        message: AssistantMessage,
+        at: u64,
+    },
+    /// The results of the `toolUse` message that just ended, one per tool call, in order.
+    ToolResults {
+        results: Vec<ToolResultMessage>,
+        at: u64,
+    },
+    /// The run closed (every message of it has ended).
+    RunClosed {
+        at: u64,
+    },
+}
+
+/// The message being built.
+#[derive(Debug)]
+struct Building {
+    message: AssistantMessage,
+    open: Option<(BlockKind, usize)>,
+    results: Vec<ToolResultMessage>,
+}
+
+#[derive(Debug)]
+struct RunState {
+    model: String,
+    /// Last event time seen in this run that was not 0.
+    last_at: u64,
+    current: Option<Building>,
+}
+
+/// Builds pi messages for any number of interleaved runs.
+#[derive(Debug, Default)]
+pub struct Assembler {
+    /// Whether to produce block-level steps (`BlockStart/Delta/End`, `ToolCall`); sinks that only
+    /// need whole messages turn them off.
+    streaming: bool,
+    runs: HashMap<Arc<RunId>, RunState>,
+}
+
+impl Assembler {
+    pub fn new(streaming: bool) -> Self {
+        Assembler { streaming, runs: HashMap::new() }
+    }
+
+    /// Feed one output event; steps are appended to `out`.
+    pub fn push(&mut self, ev: &OutputEvent, out: &mut Vec<Step>) {
+        let streaming = self.streaming;
+        if let Output::RunOpened { cwd, model, prompt } = &ev.kind {
+            let model = model.as_deref().filter(|m| !m.trim().is_empty()).unwrap_or(UNKNOWN_MODEL).to_owned();
+            self.runs.insert(ev.run.clone(), RunState { model: model.clone(), last_at: ev.at_ms, current: None });
+            out.push(Step::RunOpened { cwd: cwd.clone(), model, prompt: prompt.clone(), at: ev.at_ms });
+            return;
+        }
+        if matches!(ev.kind, Output::Diagnostic { .. } | Output::TurnUsage { .. } | Output::ShellProgress { .. }) {
+            return;
+        }
+        let run = self.runs.entry(ev.run.clone()).or_insert_with(|| RunState {
+            model: UNKNOWN_MODEL.to_owned(),
+            last_at: 0,
+            current: None,
+        });
+        if ev.at_ms > 0 {
+            run.last_at = ev.at_ms;
+        }
+        let at = run.last_at;
+        match &ev.kind {
+            Output::MessageStarted { .. } => {
+                if run.current.is_none() {
+                    run.start(at, out);
+                }
+            }
+            Output::Text { delta, .. } => run.append(streaming, BlockKind::Text, delta, at, out),
+            Output::Thinking { delta, .. } => run.append(streaming, BlockKind::Thinking, delta, at, out),
+            Output::LifecycleLine { title, label, .. } => {
+                run.append(streaming, BlockKind::Thinking, &format!("{title}: {label}\n"), at, out);
+            }
+            Output::BlockEnded { .. } => {
+                if let Some(b) = run.current.as_mut() {
+                    b.close_block(streaming, out);
+                }
+            }
+            Output::Card(card) => run.card(streaming, card, at, out),
+            Output::MessageEnded { stop_reason, usage, error, .. } => {
+                run.end(streaming, *stop_reason, usage, error.as_deref(), at, out);
+            }
+            Output::RunClosed { status, error, .. } => {
+                if run.current.is_some() {
+                    // Never expected (every message ends before its run closes); end it anyway.
+                    let reason = match status {
+                        RunStatus::Finished => StopReason::Stop,
+                        RunStatus::Error => StopReason::Error,
+                        RunStatus::Cancelled => StopReason::Aborted,
+                    };
+                    run.end(streaming, reason, &Usage::default(), error.as_deref(), at, out);
+                }
+                self.runs.remove(&ev.run);
+                out.push(Step::RunClosed { at });
+            }
+            Output::IncompleteCall(_) => {
+                // A visible incomplete call is followed by its card; nothing else to show.
+            }
+            Output::RunOpened { .. }
+            | Output::Diagnostic { .. }
+            | Output::TurnUsage { .. }
+            | Output::ShellProgress { .. } => {}
+        }
+    }
+}
+
+impl RunState {
+    fn start(&mut self, at: u64, out: &mut Vec<Step>) {
+        self.current = None;
+        self.current(at, out);
+    }
+
+    /// The message being built, started first when none is.
+    fn current(&mut self, at: u64, out: &mut Vec<Step>) -> &mut Building {
+        let model = &self.model;
+        self.current.get_or_insert_with(|| {
+            let message = AssistantMessage::empty(model, at);
+            out.push(Step::Start(message.clone()));
+            Building { message, open: None, results: Vec::new() }
+        })
+    }
+
+    fn append(&mut self, streaming: bool, kind: BlockKind, delta: &str, at: u64, out: &mut Vec<Step>) {
+        if delta.is_empty() {
+            return;
+        }
+        if self.current.as_ref().is_some_and(|b| !b.results.is_empty()) {
+            // Text after a card: the tool calls end their own `toolUse` message first.
+            self.split(streaming, at, out);
+        }
+        let b = self.current(at, out);
+        if b.open.map(|(k, _)| k) != Some(kind) {
+            b.close_block(streaming, out);
+            let index = b.message.content.len();
+            b.message.content.push(match kind {
+                BlockKind::Text => ContentBlock::Text { text: String::new() },
+                BlockKind::Thinking => ContentBlock::Thinking { thinking: String::new() },
+            });
+            b.open = Some((kind, index));
+            if streaming {
+                out.push(Step::BlockStart { kind, index });
+            }
+        }
+        let Some((_, index)) = b.open else { return };
+        match b.message.content.get_mut(index) {
+            Some(ContentBlock::Text { text: s } | ContentBlock::Thinking { thinking: s }) => s.push_str(delta),
+            _ => return,
+        }
+        if streaming {
+            out.push(Step::BlockDelta { kind, index, delta: delta.to_owned() });
+        }
+    }
+
+    fn card(&mut self, streaming: bool, card: &Card, at: u64, out: &mut Vec<Step>) {
+        let b = self.current(at, out);
+        b.close_block(streaming, out);
+        let call = ToolCall { id: card.replay_id.clone(), name: card.pi_tool.clone(), arguments: object(&card.args) };
+        let index = b.message.content.len();
+        b.message.content.push(ContentBlock::ToolCall(call.clone()));
+        if streaming {
+            out.push(Step::ToolCall { index, call });
+        }
+        b.results.push(ToolResultMessage {
+            role: "toolResult",
+            tool_call_id: card.replay_id.clone(),
+            tool_name: card.pi_tool.clone(),
+            content: vec![TextContent::new(card.content.as_str())],
+            details: card.details.clone(),
+            is_error: card.is_error,
+            // Set when the message ends: pi runs the tools after its message.
+            timestamp: 0,
+        });
+    }
+
+    /// End the current message's tool calls as a `toolUse` message of their own (usage zero) and
+    /// start the message that continues it.
+    fn split(&mut self, streaming: bool, at: u64, out: &mut Vec<Step>) {
+        self.finish(streaming, StopReason::ToolUse, &Usage::default(), None, at, out);
+        self.start(at, out);
+    }
+
+    fn end(
+        &mut self,
+        streaming: bool,
+        reason: StopReason,
+        usage: &Usage,
+        error: Option<&str>,
+        at: u64,
+        out: &mut Vec<Step>,
+    ) {
+        let has_calls = self.current.as_ref().is_some_and(|b| !b.results.is_empty());
+        if has_calls && reason != StopReason::ToolUse {
+            self.split(streaming, at, out);
+        }
+        self.current(at, out);
+        self.finish(streaming, reason, usage, error, at, out);
+    }
+
+    /// Complete the current message with `reason` and `usage`, followed by its tool results.
+    fn finish(
+        &mut self,
+        streaming: bool,
+        reason: StopReason,
+        usage: &Usage,
+        error: Option<&str>,
+        at: u64,
+        out: &mut Vec<Step>,
+    ) {
+        let Some(mut b) = self.current.take() else { return };
+        b.close_block(streaming, out);
+        let mut message = b.message;
+        message.usage = PiUsage::from(usage);
+        message.stop_reason = stop_reason_name(reason);
+        message.error_message = match reason {
+            StopReason::Error => Some(error.unwrap_or("Cursor run failed").to_owned()),
+            StopReason::Aborted => Some(error.unwrap_or("Cursor run aborted").to_owned()),
+            StopReason::Stop | StopReason::ToolUse => None,
+        };
+        out.push(Step::End { message, at });
+        if !b.results.is_empty() {
+            let mut results = b.results;
+            for r in &mut results {
+                r.timestamp = at;
+            }
+            out.push(Step::ToolResults { results, at });
+        }
+    }
+}
+
+impl Building {
+    fn close_block(&mut self, streaming: bool, out: &mut Vec<Step>) {
+        let Some((kind, index)) = self.open.take() else { return };
+        if !streaming {
+            return;
+        }
+        let content = match self.message.content.get(index) {
+            Some(ContentBlock::Text { text: s } | ContentBlock::Thinking { thinking: s }) => s.clone(),
+            _ => String::new(),
+        };
+        out.push(Step::BlockEnd { kind, index, content });
+    }
+}
+
+/// Tool-call arguments are always an object: anything else is wrapped as `{value}`.
+fn object(args: &Value) -> Value {
+    match args {
+        Value::Object(_) => args.clone(),
+        Value::Null => Value::Object(serde_json::Map::new()),
+        other => {
+            let mut m = serde_json::Map::new();
+            m.insert("value".into(), other.clone());
+            Value::Object(m)
+        }
+    }
+}

@@ -1,0 +1,117 @@
+//! Deterministic identifiers and times for session files: ISO-8601 timestamps of event time, a
+//! UUID v7 from the first event time plus hash bits, and unique 8-hex entry ids from hashes —
+//! never the wall clock or a random source, so a replay writes the same file every time.
+
+use std::collections::HashSet;
+
+use toolstream_schemas::ids::hash8;
+
+/// `2026-11-22T06:59:00.123Z` for unix ms (UTC, as JavaScript's `toISOString`).
+pub fn iso(ms: u64) -> String {
+    let secs = ms / 1000;
+    let (days, rem) = (secs / 86_400, secs % 86_400);
+    let (y, m, d) = civil_from_days(days);
+    format!("{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{:03}Z", rem / 3600, (rem % 3600) / 60, rem % 60, ms % 1000)
+}
+
+/// Days since 1970-01-01 → (year, month, day) in the proleptic Gregorian calendar
+/// (H. Hinnant's `civil_from_days`, for non-negative day counts).
+fn civil_from_days(days: u64) -> (u64, u64, u64) {
+    let z = days + 719_468;
+    let era = z / 146_097;
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + u64::from(m <= 2);
+    (y, m, d)
+}
+
+/// 32 bits of `sha256(s)` as a number.
+fn bits32(s: &str) -> u64 {
+    u64::from_str_radix(&hash8(s), 16).unwrap_or(0)
+}
+
+/// A UUID v7 (RFC 9562): the 48-bit unix-ms timestamp `ms`, then 74 bits derived from `seed`.
+pub fn uuid_v7(ms: u64, seed: &str) -> String {
+    let ts = ms & 0xffff_ffff_ffff;
+    let rand_a = bits32(&format!("{seed}/a")) & 0xfff;
+    let rand_b = ((bits32(&format!("{seed}/b")) << 32) | bits32(&format!("{seed}/c"))) & 0x3fff_ffff_ffff_ffff;
+    let hi = (ts << 16) | 0x7000 | rand_a; // 48 bits time, version 7, 12 bits
+    let lo = (0b10 << 62) | rand_b; // variant 10, 62 bits
+    format!(
+        "{:08x}-{:04x}-{:04x}-{:04x}-{:012x}",
+        hi >> 32,
+        (hi >> 16) & 0xffff,
+        hi & 0xffff,
+        lo >> 48,
+        lo & 0xffff_ffff_ffff
+    )
+}
+
+/// Hands out unique 8-hex entry ids: `hash8("<seed>/<n>")` for the n-th entry, re-hashed on the
+/// (unlikely) collision.
+#[derive(Clone, Debug, Default)]
+pub struct EntryIds {
+    seed: String,
+    next: u64,
+    used: HashSet<String>,
+}
+
+impl EntryIds {
+    pub fn new(seed: &str) -> Self {
+        EntryIds { seed: seed.to_owned(), next: 0, used: HashSet::new() }
+    }
+
+    pub fn next_id(&mut self) -> String {
+        let n = self.next;
+        self.next += 1;
+        let mut id = hash8(&format!("{}/{n}", self.seed));
+        let mut retry = 0u32;
+        while self.used.contains(&id) {
+            retry += 1;
+            id = hash8(&format!("{}/{n}/{retry}", self.seed));
+        }
+        self.used.insert(id.clone());
+        id
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn iso_matches_javascript() {
+        // new Date(0).toISOString(), new Date(1794300000040).toISOString(), a leap day.
+        assert_eq!(iso(0), "1970-01-01T00:00:00.000Z");
+        assert_eq!(iso(1_794_300_000_040), "2026-11-10T08:40:00.040Z");
+        assert_eq!(iso(951_782_400_000), "2000-02-29T00:00:00.000Z");
+        assert_eq!(iso(1_767_225_599_999), "2025-12-31T23:59:59.999Z");
+    }
+
+    #[test]
+    fn uuid_v7_layout() {
+        let u = uuid_v7(1_794_300_000_040, "seed");
+        assert_eq!(u.len(), 36);
+        let parts: Vec<&str> = u.split('-').collect();
+        assert_eq!(parts.iter().map(|p| p.len()).collect::<Vec<_>>(), [8, 4, 4, 4, 12]);
+        // The first 48 bits are the timestamp.
+        assert_eq!(u64::from_str_radix(&format!("{}{}", parts[0], parts[1]), 16).unwrap(), 1_794_300_000_040);
+        assert!(parts[2].starts_with('7'));
+        assert!(matches!(parts[3].as_bytes()[0], b'8' | b'9' | b'a' | b'b'));
+        assert_eq!(u, uuid_v7(1_794_300_000_040, "seed"), "deterministic");
+        assert_ne!(u, uuid_v7(1_794_300_000_040, "other"));
+    }
+
+    #[test]
+    fn entry_ids_are_unique_hex8() {
+        let mut ids = EntryIds::new("x");
+        let all: Vec<String> = (0..5000).map(|_| ids.next_id()).collect();
+        let set: HashSet<&String> = all.iter().collect();
+        assert_eq!(set.len(), all.len());
+        assert!(all.iter().all(|i| i.len() == 8 && i.bytes().all(|b| b.is_ascii_hexdigit())));
+    }
+}

@@ -1,0 +1,404 @@
+//! The pi session-file sink (SPEC §9.2): the runs it receives, written as one pi session in pi's
+//! v3 JSONL format, exactly as pi's `SessionManager` writes it (`@mariozechner/pi-coding-agent`
+//! 0.73 `dist/core/session-manager.js`, `docs/session-format.md`):
+//!
+//! ```text
+//! {"type":"session","version":3,"id":<uuid v7>,"timestamp":<ISO>,"cwd":<run cwd>}
+//! {"type":"model_change","id":<8 hex>,"parentId":null,"timestamp":<ISO>,"provider":"cursor","modelId":<model>}
+//! {"type":"message","id":…,"parentId":<previous id>,"timestamp":…,"message":{"role":"user","content":[{"type":"text","text":<prompt>}],"timestamp":<ms>}}
+//! {"type":"message",…,"message":{"role":"assistant","content":[text|thinking|toolCall…],"api":"cursor-sdk","provider":"cursor","model":…,"usage":{…,"cost":{…}},"stopReason":…,"timestamp":<ms>}}
+//! {"type":"message",…,"message":{"role":"toolResult","toolCallId":…,"toolName":…,"content":[{"type":"text","text":…}],"details":…,"isError":…,"timestamp":<ms>}}
+//! ```
+//!
+//! Entries form one chain (each `parentId` is the previous entry, `null` for the first), so pi's
+//! leaf is the last line and every line is on the conversation path. Messages are built by the
+//! same assembler as the live events (`pi_events`): tool calls always end a `toolUse` message and
+//! each is answered by one `toolResult` entry right after it. A `model_change` is written before
+//! the first run and whenever a run's model differs from the previous one; each run with a prompt
+//! starts with its user message.
+//!
+//! Deterministic: ids and times come from event time and hashes, never the wall clock — the
+//! session id is a UUID v7 of the first run's first event time plus hash bits of that run, entry
+//! ids are `sha256` prefixes; event times of 0 (a source line without a time) take the run's
+//! first known time. Entry timestamps are when pi would have appended the entry (a message's end);
+//! message timestamps are when it started, as pi-ai sets them.
+//!
+//! Atomic: the session is kept in memory and the whole file is written to a temporary file in the
+//! target's directory, synced, then renamed over the target — at the end of a batch in which a
+//! run closed, and on `flush` when anything changed. The target never holds half a session and is
+//! never written in place (a pi process holding it open keeps reading the old file). Like pi,
+//! nothing is written before the first message has ended. A run still open at a flush is written
+//! up to its last complete message.
+
+mod ids;
+
+use std::fs::{self, File};
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde::Serialize;
+use toolstream_schemas::{OutputEvent, RunId};
+
+use crate::pi_events::assemble::{Assembler, Step};
+use crate::pi_events::wire::{AssistantMessage, ToolResultMessage, UserMessage, PROVIDER};
+use crate::{Sink, SinkError};
+use ids::{iso, uuid_v7, EntryIds};
+
+/// pi's current session format version.
+pub const SESSION_VERSION: u32 = 3;
+
+#[derive(Serialize)]
+struct Header<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    version: u32,
+    id: &'a str,
+    timestamp: String,
+    cwd: &'a str,
+}
+
+#[derive(Serialize)]
+struct ModelChange<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    id: &'a str,
+    #[serde(rename = "parentId")]
+    parent_id: Option<&'a str>,
+    timestamp: String,
+    provider: &'static str,
+    #[serde(rename = "modelId")]
+    model_id: &'a str,
+}
+
+#[derive(Serialize)]
+struct MessageEntry<'a, M: Serialize> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    id: &'a str,
+    #[serde(rename = "parentId")]
+    parent_id: Option<&'a str>,
+    timestamp: String,
+    message: &'a M,
+}
+
+/// One complete message of a run, in order.
+#[derive(Debug)]
+enum Item {
+    Assistant { at: u64, message: AssistantMessage },
+    ToolResult { at: u64, message: ToolResultMessage },
+}
+
+/// What one run contributes to the session.
+#[derive(Debug)]
+struct RunLog {
+    id: Arc<RunId>,
+    cwd: Option<String>,
+    model: String,
+    prompt: Option<String>,
+    opened_at: u64,
+    /// The run's first event time that is not 0 (0 until one arrives).
+    base: u64,
+    items: Vec<Item>,
+}
+
+impl RunLog {
+    fn new(id: Arc<RunId>, cwd: Option<String>, model: String, prompt: Option<String>, at: u64) -> Self {
+        RunLog { id, cwd, model, prompt, opened_at: at, base: at, items: Vec::new() }
+    }
+
+    /// Event time, with 0 read as the run's first known time.
+    fn time(&self, at: u64) -> u64 {
+        if at == 0 {
+            self.base
+        } else {
+            at
+        }
+    }
+
+    fn seed(&self) -> String {
+        format!("{}\n{}\n{}", self.id.label(), self.cwd.as_deref().unwrap_or(""), self.prompt.as_deref().unwrap_or(""))
+    }
+}
+
+/// Where the entry chain stands.
+#[derive(Clone, Debug)]
+struct Chain {
+    ids: EntryIds,
+    last: Option<String>,
+    model: Option<String>,
+}
+
+impl Chain {
+    /// The next entry's id and its parent.
+    fn link(&mut self) -> (String, Option<String>) {
+        let id = self.ids.next_id();
+        let parent = self.last.replace(id.clone());
+        (id, parent)
+    }
+}
+
+/// The session's identity, fixed by the first run.
+#[derive(Debug)]
+struct SessionHead {
+    id: String,
+    cwd: String,
+    time: u64,
+}
+
+/// Writes one pi session file for every run it receives.
+pub struct PiSessionSink {
+    path: PathBuf,
+    tmp: PathBuf,
+    fallback_cwd: String,
+    asm: Assembler,
+    steps: Vec<Step>,
+    /// Open runs, in the order they opened.
+    open: Vec<RunLog>,
+    head: Option<SessionHead>,
+    chain: Option<Chain>,
+    /// Rendered entries of the runs already closed, in close order.
+    closed: Vec<u8>,
+    dirty: bool,
+}
+
+impl PiSessionSink {
+    /// A sink writing the session to `path`. Nothing is written until a message has ended and the
+    /// sink flushes (or a run closes); the directory must exist.
+    pub fn create(path: &Path) -> io::Result<PiSessionSink> {
+        let name = path
+            .file_name()
+            .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "a session path names a file"))?;
+        if path.is_dir() {
+            return Err(io::Error::new(io::ErrorKind::InvalidInput, "a session path names a file, not a directory"));
+        }
+        let dir = match path.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+            _ => PathBuf::from("."),
+        };
+        if !dir.is_dir() {
+            return Err(io::Error::new(io::ErrorKind::NotFound, format!("no such directory: {}", dir.display())));
+        }
+        let mut tmp_name = std::ffi::OsString::from(".");
+        tmp_name.push(name);
+        tmp_name.push(format!(".{}.tmp", std::process::id()));
+        let fallback_cwd = std::env::current_dir().map(|d| d.to_string_lossy().into_owned()).unwrap_or_default();
+        Ok(PiSessionSink {
+            path: path.to_path_buf(),
+            tmp: dir.join(tmp_name),
+            fallback_cwd,
+            asm: Assembler::new(false),
+            steps: Vec::new(),
+            open: Vec::new(),
+            head: None,
+            chain: None,
+            closed: Vec::new(),
+            dirty: false,
+        })
+    }
+
+    fn io(e: io::Error) -> SinkError {
+        SinkError::Io { sink: "pi-session", source: e }
+    }
+
+    fn run_index(&mut self, run: &Arc<RunId>) -> usize {
+        if let Some(i) = self.open.iter().position(|r| r.id == *run) {
+            return i;
+        }
+        // Steps of a run whose opening was never seen: log it anyway.
+        self.open.push(RunLog::new(run.clone(), None, crate::pi_events::wire::UNKNOWN_MODEL.into(), None, 0));
+        self.open.len() - 1
+    }
+
+    /// Handle one event; returns whether a run closed.
+    fn event(&mut self, ev: &OutputEvent) -> io::Result<bool> {
+        let mut steps = std::mem::take(&mut self.steps);
+        steps.clear();
+        self.asm.push(ev, &mut steps);
+        let mut run_closed = false;
+        for step in steps.drain(..) {
+            match step {
+                Step::RunOpened { cwd, model, prompt, at } => {
+                    if let Some(i) = self.open.iter().position(|r| r.id == ev.run) {
+                        // Reopened without a close (never expected): keep what it had.
+                        self.close_run(i)?;
+                    }
+                    // Written with its first message, as pi does (nothing before an assistant turn).
+                    self.open.push(RunLog::new(ev.run.clone(), cwd, model, prompt, at));
+                }
+                Step::End { message, at } => {
+                    let i = self.run_index(&ev.run);
+                    self.open[i].items.push(Item::Assistant { at, message });
+                    self.dirty = true;
+                }
+                Step::ToolResults { results, at } => {
+                    let i = self.run_index(&ev.run);
+                    let items = &mut self.open[i].items;
+                    items.extend(results.into_iter().map(|message| Item::ToolResult { at, message }));
+                    self.dirty = true;
+                }
+                Step::RunClosed { .. } => {
+                    if let Some(i) = self.open.iter().position(|r| r.id == ev.run) {
+                        self.close_run(i)?;
+                    }
+                    run_closed = true;
+                }
+                Step::Start(_) | Step::BlockStart { .. } | Step::BlockDelta { .. } | Step::BlockEnd { .. } => {}
+                Step::ToolCall { .. } => {}
+            }
+        }
+        self.steps = steps;
+        if ev.at_ms > 0 {
+            if let Some(r) = self.open.iter_mut().find(|r| r.id == ev.run && r.base == 0) {
+                r.base = ev.at_ms;
+            }
+        }
+        Ok(run_closed)
+    }
+
+    /// Fix the session's identity from its first run.
+    fn ensure_head(&mut self) {
+        if self.head.is_some() {
+            return;
+        }
+        let Some(first) = self.open.first() else { return };
+        let time = first.time(first.opened_at);
+        let id = uuid_v7(time, &first.seed());
+        let cwd = first.cwd.clone().unwrap_or_else(|| self.fallback_cwd.clone());
+        self.chain = Some(Chain { ids: EntryIds::new(&id), last: None, model: None });
+        self.head = Some(SessionHead { id, cwd, time });
+    }
+
+    /// Render the run at `i` into the closed part and drop it.
+    fn close_run(&mut self, i: usize) -> io::Result<()> {
+        self.ensure_head();
+        let run = self.open.remove(i);
+        if let Some(chain) = self.chain.as_mut() {
+            render_run(&run, chain, &mut self.closed)?;
+        }
+        self.dirty = true;
+        Ok(())
+    }
+
+    /// The whole file as it stands: header, closed runs, then open runs' complete messages.
+    fn render(&mut self) -> io::Result<Option<Vec<u8>>> {
+        self.ensure_head();
+        let (Some(head), Some(chain)) = (&self.head, &self.chain) else { return Ok(None) };
+        let mut out = Vec::with_capacity(self.closed.len() + 4096);
+        let header = Header {
+            kind: "session",
+            version: SESSION_VERSION,
+            id: &head.id,
+            timestamp: iso(head.time),
+            cwd: &head.cwd,
+        };
+        line(&mut out, &header)?;
+        out.extend_from_slice(&self.closed);
+        let mut chain = chain.clone();
+        for run in &self.open {
+            render_run(run, &mut chain, &mut out)?;
+        }
+        Ok(Some(out))
+    }
+
+    /// Write the file: a temporary file in the same directory, synced, renamed over the target.
+    fn persist(&mut self) -> io::Result<()> {
+        let Some(bytes) = self.render()? else { return Ok(()) };
+        let res = write_and_rename(&self.tmp, &self.path, &bytes);
+        if res.is_err() {
+            let _ = fs::remove_file(&self.tmp);
+        }
+        res?;
+        self.dirty = false;
+        Ok(())
+    }
+}
+
+fn write_and_rename(tmp: &Path, target: &Path, bytes: &[u8]) -> io::Result<()> {
+    let mut f = File::create(tmp)?;
+    f.write_all(bytes)?;
+    f.sync_all()?;
+    drop(f);
+    fs::rename(tmp, target)?;
+    // Make the rename itself durable where directories can be synced (best effort).
+    if let Some(dir) = target.parent().filter(|d| !d.as_os_str().is_empty()) {
+        if let Ok(d) = File::open(dir) {
+            let _ = d.sync_all();
+        }
+    }
+    Ok(())
+}
+
+/// Append a run's entries: a model change when its model differs, its prompt, its messages.
+fn render_run(run: &RunLog, chain: &mut Chain, out: &mut Vec<u8>) -> io::Result<()> {
+    let opened = run.time(run.opened_at);
+    if chain.model.as_deref() != Some(run.model.as_str()) {
+        chain.model = Some(run.model.clone());
+        let (id, parent) = chain.link();
+        let entry = ModelChange {
+            kind: "model_change",
+            id: &id,
+            parent_id: parent.as_deref(),
+            timestamp: iso(opened),
+            provider: PROVIDER,
+            model_id: &run.model,
+        };
+        line(out, &entry)?;
+    }
+    if let Some(prompt) = run.prompt.as_deref() {
+        message(out, chain, opened, &UserMessage::new(prompt, opened))?;
+    }
+    for item in &run.items {
+        match item {
+            Item::Assistant { at, message: m } => {
+                let mut m = m.clone();
+                m.timestamp = run.time(m.timestamp);
+                message(out, chain, run.time(*at), &m)?;
+            }
+            Item::ToolResult { at, message: m } => {
+                let mut m = m.clone();
+                m.timestamp = run.time(m.timestamp);
+                message(out, chain, run.time(*at), &m)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+fn message<M: Serialize>(out: &mut Vec<u8>, chain: &mut Chain, at: u64, m: &M) -> io::Result<()> {
+    let (id, parent) = chain.link();
+    line(out, &MessageEntry { kind: "message", id: &id, parent_id: parent.as_deref(), timestamp: iso(at), message: m })
+}
+
+fn line<T: Serialize>(out: &mut Vec<u8>, value: &T) -> io::Result<()> {
+    serde_json::to_writer(&mut *out, value)?;
+    out.push(b'\n');
+    Ok(())
+}
+
+impl Sink for PiSessionSink {
+    fn name(&self) -> &'static str {
+        "pi-session"
+    }
+
+    fn write(&mut self, batch: &[OutputEvent]) -> Result<(), SinkError> {
+        let mut run_closed = false;
+        for ev in batch {
+            run_closed |= self.event(ev).map_err(Self::io)?;
+        }
+        if run_closed {
+            self.persist().map_err(Self::io)?;
+        }
+        Ok(())
+    }
+
+    fn flush(&mut self) -> Result<(), SinkError> {
+        if self.dirty {
+            self.persist().map_err(Self::io)?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -163,13 +163,17 @@ fn assemble(ctx: &CardContext<'_>, tool: &Tool, r: Rendered, raw_args: Option<Va
             obj.insert("activitySummary".into(), summary.clone().into());
         }
     }
-    let details = json!({
+    let mut details = json!({
         "variant": r.variant,
         "sourceToolName": tool.name(),
         "title": title,
         "summary": if r.is_error { Value::Null } else { summary.clone().into() },
         "status": status,
     });
+    if let (Some(d), Some(obj)) = (r.diff.as_deref(), details.as_object_mut()) {
+        // pi's edit renderer colours `details.diff`.
+        obj.insert("diff".into(), bound_transcript(&sc.scrub(d)).into_owned().into());
+    }
     Card {
         turn: ctx.turn,
         call: call_ref(""),

@@ -365,28 +365,20 @@ impl Run {
     /// last message with the run's outcome and close the run. Called exactly once per run.
     pub(super) fn close(&mut self, cfg: &CoordinatorConfig, end: RunEnd, out: &mut Vec<OutputEvent>) {
         self.announce(out);
-        // Final text (SPEC §5.4): only what was not streamed already.
-        if let Some(result) = end.result_text.as_deref().filter(|r| !r.trim().is_empty()) {
-            if text::is_mismatch(&self.emitted_text, result) {
-                self.diagnostic(out, "display_decision", &[("action", "keep-streamed-text-over-result")]);
-            }
-            let rest = text::new_part(&self.emitted_text, result).to_owned();
-            self.emit_text(out, rest);
-        }
-        // Incomplete calls (SPEC §5.3).
+        // Incomplete calls (SPEC §5.3). Their cards join the tool batch, so that, like every card,
+        // they end a tool-use message: pi answers tool calls only there.
         let reason = match end.status {
             RunStatus::Finished => IncompleteReason::NoCompletionAtRunEnd,
             RunStatus::Cancelled => IncompleteReason::Abort,
             RunStatus::Error => IncompleteReason::SdkFailure,
         };
-        let text_produced = !self.emitted_text.trim().is_empty();
+        // The final text (SPEC §5.4), emitted after the cards: only what was not streamed already.
+        let result = end.result_text.as_deref().filter(|r| !r.trim().is_empty());
+        let final_rest = result.map(|r| text::new_part(&self.emitted_text, r).to_owned()).unwrap_or_default();
+        let text_produced = !self.emitted_text.trim().is_empty() || !final_rest.trim().is_empty();
         for call in self.calls.drain_started() {
             let visible =
                 !(reason == IncompleteReason::NoCompletionAtRunEnd && call.tool.is_fast_local() && text_produced);
-            if self.batch != Batch::None && visible {
-                // The incomplete card belongs with the final message, not the tool batch.
-                self.end_message(out, StopReason::ToolUse, None);
-            }
             self.open_message(out);
             self.totals.incomplete_calls += 1;
             let rec = IncompleteCall {
@@ -398,6 +390,9 @@ impl Run {
             };
             if visible {
                 self.end_block(out);
+                if self.batch == Batch::None {
+                    self.batch = Batch::Settling { until: self.now, usage_seen: true };
+                }
                 self.cards += 1;
                 let card = incomplete_card(&self.card_context(cfg), &rec, call.args.as_ref());
                 self.emit(out, Output::IncompleteCall(Box::new(rec)));
@@ -409,6 +404,10 @@ impl Run {
         if self.batch != Batch::None {
             self.end_message(out, StopReason::ToolUse, None);
         }
+        if result.is_some_and(|r| text::is_mismatch(&self.emitted_text, r)) {
+            self.diagnostic(out, "display_decision", &[("action", "keep-streamed-text-over-result")]);
+        }
+        self.emit_text(out, final_rest);
         let (stop, error) = match end.status {
             RunStatus::Finished => (StopReason::Stop, None),
             RunStatus::Cancelled => (StopReason::Aborted, end.error.clone()),

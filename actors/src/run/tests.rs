@@ -153,6 +153,9 @@ fn stale_fast_local_start_is_suppressed_after_text_but_a_stale_shell_is_shown() 
             "incomplete:Cursor read:no-completion-at-run-end:false",
             "incomplete:Cursor shell:no-completion-at-run-end:true",
             "card:$ sleep 9 did not complete: missing completion!",
+            // Like every card, it ends a tool-use message; the run's outcome ends the next one.
+            "end:ToolUse",
+            "msg1",
             "end:Stop",
             "closed:finished"
         ]

@@ -986,7 +986,7 @@ fn check_lifecycle(steps: &[Step], o: &Outcome) -> Result<(), TestCaseError> {
         let got = lines.get(&(SESSIONS[s].to_owned(), call_ref(id).hash)).map_or(0, Vec::len);
         let what = format!("{tool:?} call {id:?} of {} started at {}", SESSIONS[s], st.at);
         if let Some(done) = completed_at {
-            if done - st.at < DEFER_MS {
+            if done - st.at <= DEFER_MS {
                 prop_assert_eq!(got, 0, "{} completed at {} within the defer window", what, done);
             }
         }
@@ -995,7 +995,8 @@ fn check_lifecycle(steps: &[Step], o: &Outcome) -> Result<(), TestCaseError> {
             continue;
         };
         // Decidable positive case: no other call of the run with the same (tool, args), and an item
-        // of the session (or a tick) at or after start + defer arrived before the call ended.
+        // of the session after start + defer (or a tick at or after it) arrived before the call
+        // ended.
         let run_start = steps[..i].iter().rposition(|x| x.session == s && matches!(x.ev, Ev::RunStarted)).unwrap_or(0);
         let run_end = steps
             .iter()
@@ -1010,7 +1011,11 @@ fn check_lifecycle(steps: &[Step], o: &Outcome) -> Result<(), TestCaseError> {
         let last = end.unwrap_or(steps.len().saturating_sub(1));
         let reached = steps[i + 1..=last.max(i)]
             .iter()
-            .any(|x| (x.session == s || matches!(x.ev, Ev::Tick)) && x.at >= st.at + DEFER_MS);
+            // SPEC §2: a timer fires before an event only when due strictly before it; a tick at
+            // the due time fires it.
+            .any(|x| {
+                (x.session == s && x.at > st.at + DEFER_MS) || (matches!(x.ev, Ev::Tick) && x.at >= st.at + DEFER_MS)
+            });
         if unique && !repeated {
             prop_assert_eq!(got, usize::from(reached), "{} (label {:?})", what, label);
             if reached {

@@ -27,32 +27,40 @@ impl ClockMode {
     }
 }
 
-/// Gives every input event its event time: its own `timestamp_ms`/`at_ms` when present, else the
-/// time of the previous event of the same session (SPEC §1.1 rule 11); never backwards.
+/// Gives input events their event time: an event's own `timestamp_ms`/`at_ms` when present,
+/// else the time of the previous timed event of the same session (SPEC §1.1 rule 11); never
+/// backwards within a session. Sessions never borrow each other's time: an untimed event before
+/// its session's first timed one stays untimed (it happens at its run's current time), so one
+/// session's clock cannot push another's timers out of reach. One per source.
 #[derive(Debug, Default)]
 pub struct EventTime {
     last: HashMap<Arc<str>, u64>,
-    /// The latest event time seen in any session.
+    /// The latest event time seen in any session (decode-error records use it).
     latest: u64,
 }
 
 impl EventTime {
-    /// Set `ev.at_ms` and return it.
-    pub fn stamp(&mut self, ev: &mut InputEvent) -> u64 {
+    /// Set `ev.at_ms` and return it (`None` before the session's first timed event).
+    pub fn stamp(&mut self, ev: &mut InputEvent) -> Option<u64> {
         let last = self.last.get(&ev.session).copied();
         let t = match (ev.at_ms, last) {
-            (Some(t), Some(l)) => t.max(l),
-            (Some(t), None) => t,
-            (None, Some(l)) => l,
-            // A session's first event without a time starts where the stream is.
-            (None, None) => self.latest,
+            (Some(t), Some(l)) => Some(t.max(l)),
+            (Some(t), None) => Some(t),
+            (None, l) => l,
         };
-        ev.at_ms = Some(t);
-        if last != Some(t) {
-            self.last.insert(ev.session.clone(), t);
+        ev.at_ms = t;
+        if let Some(t) = t {
+            if last != Some(t) {
+                self.last.insert(ev.session.clone(), t);
+            }
+            self.latest = self.latest.max(t);
         }
-        self.latest = self.latest.max(t);
         t
+    }
+
+    /// Forget a session whose run ended (its next run starts from its own times again).
+    pub fn forget(&mut self, session: &str) {
+        self.last.remove(session);
     }
 
     /// The latest event time seen.
@@ -115,14 +123,17 @@ mod tests {
     #[test]
     fn event_time_fills_gaps_per_session_and_never_goes_back() {
         let mut c = EventTime::default();
-        assert_eq!(c.stamp(&mut ev("a", None)), 0);
-        assert_eq!(c.stamp(&mut ev("a", Some(100))), 100);
-        assert_eq!(c.stamp(&mut ev("a", None)), 100);
-        assert_eq!(c.stamp(&mut ev("a", Some(90))), 100);
-        assert_eq!(c.stamp(&mut ev("b", Some(50))), 50);
-        assert_eq!(c.stamp(&mut ev("a", Some(120))), 120);
-        // A new session without a time starts at the latest time seen.
-        assert_eq!(c.stamp(&mut ev("c", None)), 120);
+        assert_eq!(c.stamp(&mut ev("a", None)), None);
+        assert_eq!(c.stamp(&mut ev("a", Some(100))), Some(100));
+        assert_eq!(c.stamp(&mut ev("a", None)), Some(100));
+        assert_eq!(c.stamp(&mut ev("a", Some(90))), Some(100));
+        assert_eq!(c.stamp(&mut ev("b", Some(50))), Some(50));
+        assert_eq!(c.stamp(&mut ev("a", Some(120))), Some(120));
+        // A session never borrows another's time: untimed until its own first timed event, whose
+        // time is then its own even if other sessions are far ahead.
+        assert_eq!(c.stamp(&mut ev("c", None)), None);
+        assert_eq!(c.stamp(&mut ev("c", Some(10))), Some(10));
+        assert_eq!(c.latest(), 120);
     }
 
     #[test]

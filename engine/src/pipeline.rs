@@ -68,6 +68,8 @@ pub enum PipelineError {
     Strict(DecodeError),
     #[error("cannot start the engine: {0}")]
     Start(std::io::Error),
+    #[error("cancelled")]
+    Cancelled,
 }
 
 /// Per-source counts.
@@ -102,20 +104,31 @@ pub struct Stats {
 
 const MAX_ERROR_SAMPLES: usize = 100;
 
+/// Every write to the shard doors goes through the gate; once it reads `true` the pipeline was
+/// cancelled and nothing more is sent (no event, no end of source) after the `Cancel`.
+type Gate = Arc<Mutex<bool>>;
+
 /// Stops a running pipeline from another thread (Ctrl-C): every open run is cancelled and every
-/// sink flushed before `cancel` returns.
+/// sink flushed before `cancel` returns, whatever the reading thread is doing (even blocked on
+/// standard input).
 #[derive(Clone)]
 pub struct Canceller {
     doors: Vec<Sender<DoorMsg>>,
     sink_queues: Vec<Sender<SinkMsg>>,
-    stop: Arc<AtomicBool>,
+    gate: Gate,
 }
 
 impl Canceller {
     pub fn cancel(&self) {
-        self.stop.store(true, Ordering::SeqCst);
-        for door in &self.doors {
-            let _ = door.send(DoorMsg::Items(vec![Item::Cancel]));
+        {
+            let Ok(mut cancelled) = self.gate.lock() else { return };
+            if *cancelled {
+                return;
+            }
+            *cancelled = true;
+            for door in &self.doors {
+                let _ = door.send(DoorMsg::Items(vec![Item::Cancel]));
+            }
         }
         for door in &self.doors {
             let (tx, rx) = bounded(1);
@@ -131,9 +144,9 @@ impl Canceller {
         }
     }
 
-    /// Whether cancellation was requested.
+    /// Whether the pipeline was cancelled.
     pub fn is_cancelled(&self) -> bool {
-        self.stop.load(Ordering::SeqCst)
+        self.gate.lock().map(|g| *g).unwrap_or(true)
     }
 }
 
@@ -143,8 +156,7 @@ pub struct Pipeline {
     shards: Vec<Shard>,
     sinks: Vec<SinkThread>,
     counts: Arc<Mutex<OutputCounts>>,
-    time: EventTime,
-    stop: Arc<AtomicBool>,
+    gate: Gate,
     stats: Stats,
 }
 
@@ -166,8 +178,7 @@ impl Pipeline {
             shards,
             sinks: threads,
             counts,
-            time: EventTime::default(),
-            stop: Arc::new(AtomicBool::new(false)),
+            gate: Arc::new(Mutex::new(false)),
             stats: Stats::default(),
         })
     }
@@ -176,8 +187,18 @@ impl Pipeline {
         Canceller {
             doors: self.shards.iter().filter_map(Shard::door).collect(),
             sink_queues: self.sinks.iter().map(SinkThread::queue).collect(),
-            stop: self.stop.clone(),
+            gate: self.gate.clone(),
         }
+    }
+
+    /// Hand a batch to a shard through the gate; false once the pipeline was cancelled.
+    fn send(&self, shard: usize, items: Vec<Item>) -> bool {
+        let Ok(cancelled) = self.gate.lock() else { return false };
+        if *cancelled {
+            return false;
+        }
+        self.shards[shard].send(items);
+        true
     }
 
     /// Read one source to its end. Decode errors are passed to `on_error` and counted; runs still
@@ -204,11 +225,20 @@ impl Pipeline {
         decoder.set_max_line(self.opts.max_line_bytes);
         let mut file = SourceStats { source: name.clone(), ..SourceStats::default() };
         let mut pending: Vec<Vec<Item>> = (0..self.shards.len()).map(|_| Vec::new()).collect();
+        // Each source keeps its own time: a recording is never clamped by what was read before.
+        let mut time = EventTime::default();
         let mut events = Vec::new();
         let batch = if live { 1 } else { self.opts.batch_items.max(1) };
+        // The stats counter is always there; the user's sinks follow it.
+        let user_sinks_failed: Vec<Arc<AtomicBool>> = self.sinks.iter().skip(1).map(SinkThread::failed_flag).collect();
+        let mut checked_at = 0u64;
         let outcome = loop {
-            if self.stop.load(Ordering::SeqCst) {
-                break Ok(());
+            // Every sink the user asked for is gone (`| head`, a full disk): stop reading.
+            if !user_sinks_failed.is_empty() && file.lines >= checked_at + 1024 {
+                checked_at = file.lines;
+                if user_sinks_failed.iter().all(|f| f.load(Ordering::Relaxed)) {
+                    break Ok(());
+                }
             }
             let frame = match lines.next_frame() {
                 Ok(Some(f)) => f,
@@ -219,7 +249,7 @@ impl Pipeline {
             if let Err(e) = decoder.decode_frame(frame, &mut events) {
                 file.decode_errors += 1;
                 on_error(&e);
-                let at_ms = self.time.latest();
+                let at_ms = time.latest();
                 pending[0].push(decode_error_item(&e, at_ms));
                 self.record_decode_error(&e);
                 if self.opts.strict {
@@ -227,30 +257,42 @@ impl Pipeline {
                 }
             }
             for mut ev in events.drain(..) {
-                let t = self.time.stamp(&mut ev);
-                if mode == ClockMode::Realtime {
-                    std::thread::sleep(pacer.delay(t));
-                }
-                if live {
-                    if let Ok(mut x) = extrapolator.lock() {
-                        x.observe(t);
+                if let Some(t) = time.stamp(&mut ev) {
+                    if mode == ClockMode::Realtime {
+                        std::thread::sleep(pacer.delay(t));
                     }
+                    if live {
+                        if let Ok(mut x) = extrapolator.lock() {
+                            x.observe(t);
+                        }
+                    }
+                }
+                if let toolstream_schemas::Input::RunEnded(_) = ev.kind {
+                    time.forget(&ev.session);
                 }
                 self.stats.input_events += 1;
                 let k = shard_of(&ev.session, self.shards.len());
                 pending[k].push(Item::Input(ev));
             }
+            let mut cancelled = false;
             for (k, items) in pending.iter_mut().enumerate() {
-                if items.len() >= batch {
-                    self.shards[k].send(std::mem::take(items));
+                if items.len() >= batch && !self.send(k, std::mem::take(items)) {
+                    cancelled = true;
                 }
+            }
+            if cancelled {
+                break Err(PipelineError::Cancelled);
             }
         };
         drop(ticker);
-        // End of this source: whatever is still open ended without its `result`.
+        // End of this source: whatever is still open ended without its `result` (unless the
+        // pipeline was cancelled: then its runs were cancelled and nothing follows).
+        let mut outcome = outcome;
         for (k, mut items) in pending.into_iter().enumerate() {
             items.push(Item::EndOfSource);
-            self.shards[k].send(items);
+            if !self.send(k, items) {
+                outcome = Err(PipelineError::Cancelled);
+            }
         }
         for s in &self.shards {
             s.sync();

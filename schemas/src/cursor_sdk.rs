@@ -441,6 +441,20 @@ pub struct TurnUsage {
 }
 
 impl TurnUsage {
+    /// The counts when they can be believed at all: input and output present, and no count
+    /// negative (SPEC §6c: "all finite and ≥ 0"); `None` otherwise, so estimates are used.
+    pub fn checked(&self) -> Option<TokenUsage> {
+        let counts = [self.input_tokens, self.output_tokens, self.cache_read_tokens.or(self.cache_read)];
+        let write = self.cache_write_tokens.or(self.cache_write);
+        if self.input_tokens.is_none() || self.output_tokens.is_none() {
+            return None;
+        }
+        if counts.iter().chain([write, self.reasoning_tokens].iter()).flatten().any(|n| n.get() < 0) {
+            return None;
+        }
+        Some(self.to_token_usage())
+    }
+
     /// The counts as reported (missing or negative counts are 0; `totalTokens` is not used).
     pub fn to_token_usage(&self) -> TokenUsage {
         let n = |v: Option<Int>| v.and_then(Int::as_u64);

@@ -72,7 +72,9 @@ impl LifecycleCore {
             (_, Some(t)) => {
                 if let Some(s) = item.session() {
                     let s = s.clone();
-                    self.fire_session(&s, t, out);
+                    // An event at the due time comes first (SPEC §2): a call completing exactly
+                    // at start + defer coalesces.
+                    self.fire_session(&s, t, false, out);
                 }
             }
             _ => {}
@@ -150,17 +152,18 @@ impl LifecycleCore {
         let mut sessions: Vec<Arc<str>> = self.calls.keys().cloned().collect();
         sessions.sort();
         for s in sessions {
-            self.fire_session(&s, now, out);
+            self.fire_session(&s, now, true, out);
         }
     }
 
-    fn fire_session(&mut self, session: &Arc<str>, now: u64, out: &mut Vec<Item>) {
+    /// Fire the timers of `session` due before `now` (and at `now` when `inclusive`).
+    fn fire_session(&mut self, session: &Arc<str>, now: u64, inclusive: bool, out: &mut Vec<Item>) {
         let Some(list) = self.calls.get_mut(session) else { return };
         loop {
             let next = list
                 .iter()
                 .enumerate()
-                .filter(|(_, p)| !p.fired && p.due <= now)
+                .filter(|(_, p)| !p.fired && (p.due < now || (inclusive && p.due == now)))
                 .min_by_key(|(_, p)| (p.due, p.seq))
                 .map(|(i, _)| i);
             let Some(i) = next else { break };

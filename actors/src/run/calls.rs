@@ -138,7 +138,10 @@ impl CallTable {
         if ev.tool == Tool::Known(ToolKind::Shell) && same.next().is_some() {
             return Completion::Unmatched;
         }
-        Completion::Matched(self.started.remove(first))
+        let start = self.started.remove(first);
+        // The start's own id is completed now: a later report under that id is a repeat.
+        self.completed_ids.insert(start.call_id.clone());
+        Completion::Matched(start)
     }
 
     /// Calls still started, in start order (for run end).
@@ -211,6 +214,15 @@ mod tests {
         // Two distinct calls with identical output render twice.
         assert!(matches!(t.complete(&ev("b", ToolKind::Shell, Some(r#"{"command":"date"}"#))), Completion::Unmatched));
         assert!(matches!(t.complete(&ev("c", ToolKind::Shell, Some(r#"{"command":"date"}"#))), Completion::Unmatched));
+    }
+
+    #[test]
+    fn a_report_under_the_id_of_a_start_matched_by_fingerprint_is_a_repeat() {
+        let mut t = CallTable::default();
+        t.start(&ev("a", ToolKind::Read, Some(r#"{"path":"x"}"#)), 0);
+        // The SDK step (no id) arrives before the delta completion (with the id).
+        assert!(matches!(t.complete(&ev("", ToolKind::Read, Some(r#"{"path":"x"}"#))), Completion::Matched(_)));
+        assert!(matches!(t.complete(&ev("a", ToolKind::Read, None)), Completion::Duplicate(_)));
     }
 
     #[test]

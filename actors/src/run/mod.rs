@@ -98,25 +98,60 @@ impl Coordinator {
             Item::EndOfSource => self.finish(out),
             Item::Cancel => self.cancel_all(out),
             Item::Input(ev) => self.on_input(ev, out),
-            Item::Diagnostic { session, at_ms, phase, fields } if session.is_empty() => {
-                let run = self.no_run.get_or_insert_with(|| Arc::new(RunId { session: Arc::from(""), seq: 0 })).clone();
+            Item::Diagnostic { session, at_ms, phase, fields } if !self.is_open(&session) => {
+                let run = self.no_run();
                 out.push(OutputEvent { run, at_ms, kind: Output::Diagnostic { phase: phase.into(), fields } });
             }
             other => {
                 let Some(session) = other.session().cloned() else { return };
+                if !self.is_open(&session) {
+                    // A line about a call of a run that already closed.
+                    self.late(&other_name(&other), other.at_ms().unwrap_or(0), None, out);
+                    return;
+                }
                 run_for(&mut self.sessions, &self.cfg, &session, other.at_ms(), out).on_item(other, out);
             }
         }
     }
 
+    fn is_open(&self, session: &str) -> bool {
+        self.sessions.get(session).is_some_and(|s| s.open.is_some())
+    }
+
+    fn no_run(&mut self) -> Arc<RunId> {
+        self.no_run.get_or_insert_with(|| Arc::new(RunId { session: Arc::from(""), seq: 0 })).clone()
+    }
+
+    /// Something for a session whose run already closed (a background task's notification, usage
+    /// after `wait`, …): traced, never a new run.
+    fn late(&mut self, what: &str, at_ms: u64, raw: Option<serde_json::Value>, out: &mut Vec<OutputEvent>) {
+        let mut fields = serde_json::Map::new();
+        fields.insert("what".into(), what.into());
+        if let Some(mut raw) = raw {
+            self.cfg.scrubber.scrub_json(&mut raw);
+            fields.insert("raw".into(), raw);
+        }
+        let run = self.no_run();
+        out.push(OutputEvent { run, at_ms, kind: Output::Diagnostic { phase: "after_run_end".into(), fields } });
+    }
+
     fn on_input(&mut self, ev: InputEvent, out: &mut Vec<OutputEvent>) {
         let t = ev.at_ms;
+        let had_runs = self.sessions.get(&ev.session).is_some_and(|s| s.runs_started > 0);
+        if had_runs && !self.is_open(&ev.session) && !opens_run(&ev.kind) {
+            let raw = match &ev.kind {
+                Input::Raw { value, .. } => serde_json::from_str(value.get()).ok(),
+                _ => None,
+            };
+            self.late(&input_name(&ev.kind), t.unwrap_or(0), raw, out);
+            return;
+        }
         if let Input::RunStarted(_) = ev.kind {
             let session = self.sessions.entry(ev.session.clone()).or_default();
             if let Some(mut prev) = session.open.take() {
                 // A new run began before this one's `result`: it ended without one.
                 if let Some(t) = t {
-                    prev.advance(&self.cfg, t, out);
+                    prev.advance(&self.cfg, t, false, out);
                 }
                 prev.close(&self.cfg, missing_result(), out);
                 self.closed += 1;
@@ -138,7 +173,8 @@ impl Coordinator {
         keys.sort();
         for k in keys {
             if let Some(run) = self.sessions.get_mut(&k).and_then(|s| s.open.as_mut()) {
-                run.advance(&self.cfg, t, out);
+                // A tick at `t` means time `t` has passed: timers due at `t` fire.
+                run.advance(&self.cfg, t, true, out);
             }
         }
     }
@@ -173,6 +209,42 @@ impl Coordinator {
     }
 }
 
+/// Whether an input event is model activity that begins (or implicitly opens) a run; anything
+/// else for a session whose run closed is late, not a new run.
+fn opens_run(kind: &Input) -> bool {
+    matches!(
+        kind,
+        Input::RunStarted(_)
+            | Input::UserPrompt { .. }
+            | Input::TextDelta { .. }
+            | Input::TextSegment { .. }
+            | Input::ThinkingDelta { .. }
+            | Input::ToolStarted(_)
+            | Input::ToolPartial(_)
+            | Input::ToolCompleted(_)
+    )
+}
+
+fn input_name(kind: &Input) -> String {
+    match kind {
+        Input::Raw { what, .. } => what.clone(),
+        Input::TurnUsage(_) => "turn-usage".into(),
+        Input::ShellOutput { .. } => "shell-output".into(),
+        Input::ThinkingCompleted { .. } => "thinking-completed".into(),
+        Input::TextBoundary => "text-boundary".into(),
+        Input::RunEnded(_) => "run-ended".into(),
+        _ => "event".into(),
+    }
+}
+
+fn other_name(item: &Item) -> String {
+    match item {
+        Item::Lifecycle(_) => "lifecycle-line".into(),
+        Item::ShellProgress { .. } => "shell-progress".into(),
+        _ => "item".into(),
+    }
+}
+
 /// The open run of `session` (opened if needed), its timers advanced to `t` when the item has a
 /// time (an item without one happens at the run's current time).
 fn run_for<'a>(
@@ -188,7 +260,7 @@ fn run_for<'a>(
         Run::new(session.clone(), s.runs_started, t.unwrap_or(0))
     });
     if let Some(t) = t {
-        run.advance(cfg, t, out);
+        run.advance(cfg, t, false, out);
     }
     run
 }

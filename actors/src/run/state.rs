@@ -13,6 +13,7 @@ use super::calls::{CallTable, Completion};
 use super::text::{self, SegmentDedupe};
 use super::CoordinatorConfig;
 use crate::item::Item;
+use crate::present::bounds::{THINKING_MAX_CHARS, THINKING_TRUNCATED_MARKER};
 use crate::present::card::{build_card, incomplete_card, CardContext};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -57,6 +58,8 @@ pub(super) struct Run {
     msg_has_text: bool,
     /// A text boundary passed: the next text of this message starts after a blank line.
     separate_next_text: bool,
+    /// Thinking chars of this message (bounded, SPEC §8).
+    thinking_chars: usize,
     dedupe: SegmentDedupe,
     /// All assistant text emitted in this run.
     emitted_text: String,
@@ -80,6 +83,7 @@ impl Run {
             batch: Batch::None,
             msg_has_text: false,
             separate_next_text: false,
+            thinking_chars: 0,
             dedupe: SegmentDedupe::default(),
             emitted_text: String::new(),
             calls: CallTable::default(),
@@ -99,11 +103,14 @@ impl Run {
         out.push(OutputEvent { run: self.id.clone(), at_ms: self.now, kind });
     }
 
-    /// Fire the batch timers due by `t`, then move event time to `t`.
-    pub(super) fn advance(&mut self, cfg: &CoordinatorConfig, t: u64, out: &mut Vec<OutputEvent>) {
+    /// Fire the batch timers due before `t` (also those due at `t` when `inclusive`: a tick at `t`
+    /// means `t` has passed; an event at `t` comes before timers due at `t`, SPEC §2), then move
+    /// event time to `t`.
+    pub(super) fn advance(&mut self, cfg: &CoordinatorConfig, t: u64, inclusive: bool, out: &mut Vec<OutputEvent>) {
+        let due = |until: u64| until < t || (inclusive && until == t);
         loop {
             match self.batch {
-                Batch::Settling { until, usage_seen } if until <= t => {
+                Batch::Settling { until, usage_seen } if due(until) => {
                     self.now = self.now.max(until);
                     if usage_seen || cfg.usage_wait_ms == 0 {
                         self.end_message(out, StopReason::ToolUse, None);
@@ -111,7 +118,7 @@ impl Run {
                         self.batch = Batch::Waiting { since: until, until: until + cfg.usage_wait_ms };
                     }
                 }
-                Batch::Waiting { until, .. } if until <= t => {
+                Batch::Waiting { until, .. } if due(until) => {
                     self.now = self.now.max(until);
                     self.end_message(out, StopReason::ToolUse, None);
                 }
@@ -144,7 +151,8 @@ impl Run {
     /// Handle one input event; returns true when the run closed.
     pub(super) fn on_input(&mut self, cfg: &CoordinatorConfig, ev: InputEvent, out: &mut Vec<OutputEvent>) -> bool {
         match ev.kind {
-            Input::RunStarted(start) => {
+            Input::RunStarted(mut start) => {
+                self.unknown_fields(cfg, out, "run-started", std::mem::take(&mut start.extra));
                 self.start = start;
                 return false;
             }
@@ -153,7 +161,8 @@ impl Run {
                     // A second prompt echo within one run: keep it for the trace only.
                     self.diagnostic(out, "display_decision", &[("action", "ignore-extra-user-prompt")]);
                 } else {
-                    self.start.prompt = Some(text);
+                    // Users paste secrets into prompts too: every sink gets it scrubbed.
+                    self.start.prompt = Some(cfg.scrubber.scrub(&text).into_owned());
                 }
                 self.announce(out);
                 return false;
@@ -194,14 +203,21 @@ impl Run {
                 // trails the last block, so a final answer has no trailing whitespace.
                 self.separate_next_text = self.message_open && self.msg_has_text;
             }
-            Input::ToolStarted(t) | Input::ToolPartial(t) => {
+            Input::ToolStarted(mut t) | Input::ToolPartial(mut t) => {
+                self.unknown_fields(cfg, out, "tool", std::mem::take(&mut t.extra));
                 let now = self.now;
                 if self.calls.start(&t, now) {
                     let hash = call_ref(&t.call_id).hash;
                     self.diagnostic(out, "tool_started", &[("toolName", t.tool.name()), ("callIdHash", &hash)]);
                 }
             }
-            Input::ToolCompleted(t) => self.on_completed(cfg, *t, out),
+            Input::ToolCompleted(mut t) => {
+                self.unknown_fields(cfg, out, "tool", std::mem::take(&mut t.extra));
+                if let Some(r) = t.result.as_mut() {
+                    self.unknown_fields(cfg, out, "tool-result", std::mem::take(&mut r.extra));
+                }
+                self.on_completed(cfg, *t, out)
+            }
             Input::ShellOutput { .. } => {
                 // Attributed (or not) by the shell stage before this one.
             }
@@ -216,12 +232,13 @@ impl Run {
                         let next_poll = since + (self.now - since).div_ceil(poll) * poll;
                         self.batch = Batch::Waiting { since, until: until.min(next_poll) };
                         let now = self.now;
-                        self.advance(cfg, now, out);
+                        self.advance(cfg, now, true, out);
                     }
                     Batch::None => {}
                 }
             }
-            Input::RunEnded(end) => {
+            Input::RunEnded(mut end) => {
+                self.unknown_fields(cfg, out, "run-ended", std::mem::take(&mut end.extra));
                 self.close(cfg, end, out);
                 return true;
             }
@@ -235,6 +252,29 @@ impl Run {
             }
         }
         false
+    }
+
+    /// Fields a source did not recognise reach the trace (SPEC §1: nothing read is dropped).
+    fn unknown_fields(
+        &self,
+        cfg: &CoordinatorConfig,
+        out: &mut Vec<OutputEvent>,
+        what: &str,
+        fields: toolstream_schemas::UnknownFields,
+    ) {
+        if fields.is_empty() {
+            return;
+        }
+        let mut raw = serde_json::Map::new();
+        for (k, v) in fields {
+            raw.insert(k, serde_json::from_str(v.get()).unwrap_or(serde_json::Value::Null));
+        }
+        let mut raw = serde_json::Value::Object(raw);
+        cfg.scrubber.scrub_json(&mut raw);
+        let mut f = serde_json::Map::new();
+        f.insert("what".into(), format!("unknown-fields:{what}").into());
+        f.insert("raw".into(), raw);
+        self.emit(out, Output::Diagnostic { phase: "raw".into(), fields: f });
     }
 
     fn announce(&mut self, out: &mut Vec<OutputEvent>) {
@@ -251,11 +291,24 @@ impl Run {
         self.emit(out, Output::Diagnostic { phase: phase.into(), fields });
     }
 
-    fn emit_thinking(&mut self, out: &mut Vec<OutputEvent>, text: String) {
-        if text.is_empty() {
+    fn emit_thinking(&mut self, out: &mut Vec<OutputEvent>, mut text: String) {
+        if text.is_empty() || self.thinking_chars > THINKING_MAX_CHARS {
             return;
         }
         self.open_block(out, Block::Thinking);
+        // SPEC §8: a message's thinking trace stops at 50,000 chars, with one marker.
+        let n = text.chars().count();
+        if self.thinking_chars + n > THINKING_MAX_CHARS {
+            let keep = THINKING_MAX_CHARS - self.thinking_chars;
+            if let Some((i, _)) = text.char_indices().nth(keep) {
+                text.truncate(i);
+            }
+            text.push('\n');
+            text.push_str(THINKING_TRUNCATED_MARKER);
+            self.thinking_chars = THINKING_MAX_CHARS + 1;
+        } else {
+            self.thinking_chars += n;
+        }
         let turn = self.turn;
         self.emit(out, Output::Thinking { turn, delta: text });
     }
@@ -313,6 +366,7 @@ impl Run {
         self.batch = Batch::None;
         self.msg_has_text = false;
         self.separate_next_text = false;
+        self.thinking_chars = 0;
         self.turn += 1;
     }
 
@@ -373,7 +427,8 @@ impl Run {
             RunStatus::Error => IncompleteReason::SdkFailure,
         };
         // The final text (SPEC §5.4), emitted after the cards: only what was not streamed already.
-        let result = end.result_text.as_deref().filter(|r| !r.trim().is_empty());
+        // A failed run's result text is its error message, not assistant text.
+        let result = end.result_text.as_deref().filter(|r| !r.trim().is_empty() && end.status == RunStatus::Finished);
         let final_rest = result.map(|r| text::new_part(&self.emitted_text, r).to_owned()).unwrap_or_default();
         let text_produced = !self.emitted_text.trim().is_empty() || !final_rest.trim().is_empty();
         for call in self.calls.drain_started() {
@@ -419,7 +474,10 @@ impl Run {
         self.end_message(out, stop, error.clone());
         self.totals.reported_usage = end.usage;
         self.totals.duration_ms = end.duration_ms;
-        let final_text = end.result_text.filter(|r| !r.trim().is_empty()).unwrap_or_else(|| self.emitted_text.clone());
+        let final_text = end
+            .result_text
+            .filter(|r| !r.trim().is_empty() && end.status == RunStatus::Finished)
+            .unwrap_or_else(|| self.emitted_text.clone());
         let totals = std::mem::take(&mut self.totals);
         self.emit(out, Output::RunClosed { status: end.status, final_text, totals, error });
     }

@@ -257,3 +257,79 @@ fn failed_runs_end_their_last_message_with_the_scrubbed_error() {
     });
     assert_eq!(err.as_deref(), Some("boom"));
 }
+
+#[test]
+fn events_after_the_run_closed_never_open_a_phantom_run() {
+    let raw = serde_json::value::RawValue::from_string(r#"{"task_id":"t1"}"#.into()).unwrap();
+    let out = run(vec![
+        start(),
+        ev(S, 1, end(RunStatus::Finished, None)),
+        // A background task's notification and a late usage after the result.
+        ev(S, 2, Input::Raw { what: "system/task_notification".into(), value: raw }),
+        ev(S, 3, Input::TurnUsage(toolstream_schemas::TokenUsage::default())),
+    ]);
+    let closed = trace(&out).iter().filter(|l| l.starts_with("closed:")).count();
+    assert_eq!(closed, 1);
+    let late: Vec<&str> = out
+        .iter()
+        .filter_map(|e| match &e.kind {
+            Output::Diagnostic { phase, fields } if phase == "after_run_end" => fields["what"].as_str(),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(late, vec!["system/task_notification", "turn-usage"]);
+}
+
+#[test]
+fn a_failed_runs_result_text_is_its_error_not_assistant_text() {
+    let out = run(vec![start(), ev(S, 1, end(RunStatus::Error, Some("Request failed: Bearer sk-SECRET")))]);
+    assert!(!trace(&out).iter().any(|l| l.starts_with("text:")), "{:?}", trace(&out));
+}
+
+#[test]
+fn a_call_completing_exactly_at_the_settle_deadline_joins_the_batch() {
+    let read =
+        |id: &str, p: &str| tool(id, ToolKind::Read, Some(&format!(r#"{{"path":"/w/{p}"}}"#)), Some(("success", "{}")));
+    let out = run(vec![
+        start(),
+        ev(S, 1000, Input::ToolCompleted(read("a", "a"))),
+        // Settles at 1075: a completion at 1075 is not after the deadline (SPEC §2).
+        ev(S, 1075, Input::ToolCompleted(read("b", "b"))),
+        ev(S, 2000, end(RunStatus::Finished, None)),
+    ]);
+    assert_eq!(
+        trace(&out),
+        ["open", "msg0", "card:read a", "card:read b", "end:ToolUse", "msg1", "end:Stop", "closed:finished"]
+    );
+}
+
+#[test]
+fn thinking_is_bounded_per_message() {
+    let big = "x".repeat(30_000);
+    let out = run(vec![
+        start(),
+        ev(S, 1, Input::ThinkingDelta { text: big.clone() }),
+        ev(S, 2, Input::ThinkingDelta { text: big.clone() }),
+        ev(S, 3, Input::ThinkingDelta { text: big }),
+        ev(S, 4, end(RunStatus::Finished, None)),
+    ]);
+    let thinking: String = out
+        .iter()
+        .filter_map(|e| match &e.kind {
+            Output::Thinking { delta, .. } => Some(delta.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert!(thinking.ends_with("\n[Cursor activity trace truncated]"), "{}", &thinking[thinking.len() - 60..]);
+    assert_eq!(thinking.matches('x').count(), 50_000);
+}
+
+#[test]
+fn the_prompt_reaches_sinks_scrubbed() {
+    let out = run(vec![start(), ev(S, 1, Input::UserPrompt { text: "use api_key=SECRET please".into() })]);
+    let prompt = out.iter().find_map(|e| match &e.kind {
+        Output::RunOpened { prompt, .. } => prompt.clone(),
+        _ => None,
+    });
+    assert_eq!(prompt.as_deref(), Some("use api_key=[redacted] please"));
+}

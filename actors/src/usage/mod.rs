@@ -38,6 +38,9 @@ struct RunUsage {
     context: u64,
     /// The SDK usage received for the open message.
     sdk: Option<TokenUsage>,
+    /// Usage that arrived before its message opened (e.g. between a tool's start and its
+    /// completion): it goes to the next message.
+    held: Option<TokenUsage>,
     /// The last tool-use message ended without its turn usage: the next one to arrive is late.
     owed: bool,
 }
@@ -89,7 +92,7 @@ impl UsageCore {
             Output::MessageStarted { .. } => {
                 let r = self.runs.entry(run).or_default();
                 r.message_open = true;
-                r.sdk = None;
+                r.sdk = r.held.take();
                 r.output_units = 0;
             }
             Output::Text { delta, .. } | Output::Thinking { delta, .. } => {
@@ -113,11 +116,14 @@ impl UsageCore {
                 let verdict = if r.owed {
                     r.owed = false;
                     "late"
-                } else if !r.message_open || r.sdk.is_some() {
-                    "no-open-message"
-                } else {
+                } else if r.message_open && r.sdk.is_none() {
                     r.sdk = Some(usage);
                     "held"
+                } else if !r.message_open && r.held.is_none() {
+                    r.held = Some(usage);
+                    "held"
+                } else {
+                    "already-has-usage"
                 };
                 if verdict != "held" {
                     let mut fields = serde_json::Map::new();

@@ -1,6 +1,7 @@
 //! `toolstream config`: show the effective configuration (defaults, config file, environment) with
 //! where each value came from, as an aligned table or one JSON object. Never shows the API key.
 
+use std::io::{self, Write};
 use std::path::PathBuf;
 
 use clap::Args;
@@ -20,12 +21,18 @@ pub struct ConfigArgs {
 
 pub fn run(args: ConfigArgs) -> anyhow::Result<i32> {
     let config = Config::from_process_env(args.config.as_deref())?;
-    if args.json {
-        println!("{}", serde_json::to_string(&config.to_json())?);
+    let mut out = io::stdout().lock();
+    let written = if args.json {
+        writeln!(out, "{}", serde_json::to_string(&config.to_json())?)
     } else {
-        print!("{}", table(&config));
+        write!(out, "{}", table(&config))
+    };
+    match written.and_then(|()| out.flush()) {
+        // A closed stdout (`| head`) is a quiet end.
+        Ok(()) => Ok(0),
+        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(0),
+        Err(e) => Err(anyhow::Error::new(e).context("cannot write to standard output")),
     }
-    Ok(0)
 }
 
 /// `config file: …` then an aligned `NAME  VALUE  FROM  ENV` table.

@@ -52,13 +52,15 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<i32> {
     let mut pipeline = Pipeline::new(opts, sinks)?;
     let canceller = pipeline.canceller();
     // Ctrl-C: cancel every open run, flush every sink, exit 130. A second Ctrl-C while that is
-    // under way is ignored (the handler runs once).
+    // under way (a sink blocked on a full pipe, say) exits at once.
     let handler = canceller.clone();
+    let pressed = std::sync::atomic::AtomicBool::new(false);
     let _ = ctrlc::set_handler(move || {
-        if !handler.is_cancelled() {
-            handler.cancel();
+        if pressed.swap(true, std::sync::atomic::Ordering::SeqCst) {
             std::process::exit(130);
         }
+        handler.cancel();
+        std::process::exit(130);
     });
     let files = if args.files.is_empty() { vec![PathBuf::from("-")] } else { args.files.clone() };
     let mut failed_read = false;
@@ -66,10 +68,12 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<i32> {
         let source = Source::from_arg(file);
         let mut report = |e: &crate::decode::DecodeError| eprintln!("toolstream: {e}");
         if let Err(e) = pipeline.run_source(&source, &mut report) {
-            eprintln!("toolstream: {e}");
+            if !matches!(e, PipelineError::Cancelled) {
+                eprintln!("toolstream: {e}");
+            }
             match e {
                 PipelineError::Read { .. } => failed_read = true,
-                PipelineError::Strict(_) | PipelineError::Start(_) => break,
+                PipelineError::Strict(_) | PipelineError::Start(_) | PipelineError::Cancelled => break,
             }
         }
         if canceller.is_cancelled() {

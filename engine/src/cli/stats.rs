@@ -1,6 +1,7 @@
 //! `toolstream stats`: count lines, runs, calls per canonical tool, unknown tool kinds and decode
 //! errors, as a table or one JSON object.
 
+use std::io::{self, Write};
 use std::path::PathBuf;
 
 use super::StatsArgs;
@@ -20,7 +21,7 @@ pub fn run(args: StatsArgs) -> anyhow::Result<i32> {
                 eprintln!("toolstream: {e}");
                 code = 2;
             }
-            Err(e @ (PipelineError::Strict(_) | PipelineError::Start(_))) => {
+            Err(e @ (PipelineError::Strict(_) | PipelineError::Start(_) | PipelineError::Cancelled)) => {
                 eprintln!("toolstream: {e}");
                 code = 1;
                 break;
@@ -28,12 +29,18 @@ pub fn run(args: StatsArgs) -> anyhow::Result<i32> {
         }
     }
     let stats = pipeline.finish();
-    if args.json {
-        println!("{}", serde_json::to_string(&stats)?);
+    let mut out = io::stdout().lock();
+    let written = if args.json {
+        writeln!(out, "{}", serde_json::to_string(&stats)?)
     } else {
-        print!("{}", table(&stats, &args.files));
+        write!(out, "{}", table(&stats, &args.files))
+    };
+    match written.and_then(|()| out.flush()) {
+        Ok(()) => Ok(code),
+        // The reader went away (`| head`): a quiet end, with the status the input earned.
+        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(code),
+        Err(e) => Err(anyhow::Error::new(e).context("cannot write to standard output")),
     }
-    Ok(code)
 }
 
 fn table(s: &Stats, files: &[PathBuf]) -> String {

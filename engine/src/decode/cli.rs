@@ -7,6 +7,7 @@ use serde_json::value::RawValue;
 use toolstream_schemas::cursor_cli::line::{
     ContentBlock, Line, MessageBody, ResultObject, Str, ToolCallObject, ToolPayload,
 };
+use toolstream_schemas::cursor_cli::tool_models::RESULT_SIBLING_KEYS;
 use toolstream_schemas::{
     Input, InputEvent, Int, ResultStatus, RunEnd, RunStart, RunStatus, SegmentKind, SourcePos, TokenUsage, Tool,
     ToolEvent, ToolKind, ToolResult, UnknownFields,
@@ -156,8 +157,16 @@ fn tool_event(line: &Line<'_>, raw: &RawValue) -> Result<ToolEvent, String> {
         None => None,
     };
     let call_id = line.call_id.as_deref().or(tc.tool_call_id.as_deref()).unwrap_or("").to_owned();
-    let mut extra: UnknownFields = tc.rest.iter().map(|(k, v)| (k.to_string(), (*v).to_owned())).collect();
-    extra.extend(payload.rest.iter().map(|(k, v)| (format!("{key}.{k}"), (*v).to_owned())));
+    // Metadata SPEC §1.1 rule 3 names is known, not unknown; everything else is kept.
+    let mut extra: UnknownFields = tc
+        .rest
+        .iter()
+        .filter(|(k, _)| !KNOWN_TOOL_CALL_METADATA.contains(&k.as_ref()))
+        .map(|(k, v)| (k.to_string(), (*v).to_owned()))
+        .collect();
+    extra.extend(
+        payload.rest.iter().filter(|(k, _)| k != "description").map(|(k, v)| (format!("{key}.{k}"), (*v).to_owned())),
+    );
     Ok(ToolEvent {
         call_id,
         tool,
@@ -184,9 +193,17 @@ fn mcp_tool_name(args: Option<&RawValue>) -> Option<String> {
     parsed.tool_name_camel.or(parsed.tool_name_snake).map(Str::into_owned)
 }
 
+/// `tool_call` siblings of the `<x>ToolCall` key that are known metadata (SPEC §1.1 rule 3).
+const KNOWN_TOOL_CALL_METADATA: &[&str] = &["hookAdditionalContexts", "description", "isBackground"];
+
 fn tool_result(raw: &RawValue) -> Result<ToolResult, serde_json::Error> {
     let r = ResultObject::parse(raw)?;
-    let extra = r.rest.iter().map(|(k, v)| (k.to_string(), (*v).to_owned())).collect();
+    let extra = r
+        .rest
+        .iter()
+        .filter(|(k, _)| !RESULT_SIBLING_KEYS.contains(&k.as_ref()))
+        .map(|(k, v)| (k.to_string(), (*v).to_owned()))
+        .collect();
     Ok(match r.arm {
         Some((k, v)) => ToolResult { status: ResultStatus::from_key(&k), value: v.to_owned(), extra },
         None => ToolResult { status: ResultStatus::Other("unknown".into()), value: raw.to_owned(), extra },

@@ -122,11 +122,18 @@ impl SdkDecoder {
                 let raw = Value::from(s.summary.unwrap_or_default());
                 push(Input::Raw { what: "summary".into(), value: raw_of(&raw)? });
             }
-            U::TurnEnded(t) => {
-                if let Some(u) = t.usage {
-                    push(Input::TurnUsage(u.to_token_usage()));
+            U::TurnEnded(t) => match t.usage.as_ref().map(|u| (u.checked(), u)) {
+                Some((Some(usage), _)) => push(Input::TurnUsage(usage)),
+                // Missing or negative counts: not usage to account; kept for the trace.
+                Some((None, u)) => {
+                    let raw = serde_json::json!({
+                        "inputTokens": u.input_tokens.map(|n| n.get()),
+                        "outputTokens": u.output_tokens.map(|n| n.get()),
+                    });
+                    push(Input::Raw { what: "turn-ended:unusable-usage".into(), value: raw_of(&raw)? });
                 }
-            }
+                None => {}
+            },
             U::Ignored { .. } => self.ignored += 1,
             U::Unknown { type_name, raw } => {
                 push(Input::Raw { what: format!("delta:{type_name}"), value: raw_of(&raw)? });

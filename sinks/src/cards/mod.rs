@@ -1,9 +1,15 @@
 //! The terminal cards sink (SPEC §9.4): assistant text as it streams, thinking dimmed, lifecycle
 //! lines, and one card per call — a title line, then the collapsed preview or (`--expanded`) the
 //! full body, diffs with line numbers. Colour only when asked; plain output is byte-stable.
+//!
+//! Every string from the stream is untrusted: before it is written, control characters (C0 such as
+//! ESC, CR and BEL, DEL, C1) and U+2028/2029 become spaces and tabs three spaces, so an escape
+//! sequence in a prompt, a model name, assistant text or a tool's output can never act on the
+//! terminal. Only this sink's own colour codes ([`Style`]) are written as escapes.
 
 mod style;
 
+use std::borrow::Cow;
 use std::io::Write;
 use std::sync::Arc;
 
@@ -23,7 +29,9 @@ pub struct CardsOptions {
 
 const BODY_INDENT: &str = "    ";
 const THINKING_PREFIX: &str = "┆ ";
+/// Bound of the prompt line and of the model name (SPEC §8 display lines).
 const PROMPT_CHARS: usize = 240;
+const TAB: &str = "   ";
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Open {
@@ -83,18 +91,22 @@ impl<W: Write + Send> CardsSink<W> {
             Open::Thinking => (self.style.dim, self.style.reset),
             _ => ("", ""),
         };
-        for (i, piece) in delta.split('\n').enumerate() {
-            if i > 0 {
+        let mut pieces = delta.split('\n').peekable();
+        let mut first = true;
+        while let Some(piece) = pieces.next() {
+            if !std::mem::take(&mut first) {
                 self.out.write_all(b"\n")?;
                 self.at_line_start = true;
             }
+            // A CRLF line end is a line end, not a stray CR.
+            let piece = if pieces.peek().is_some() { piece.strip_suffix('\r').unwrap_or(piece) } else { piece };
             if piece.is_empty() {
                 continue;
             }
             if self.at_line_start && kind == Open::Thinking {
                 write!(self.out, "{pre}{THINKING_PREFIX}{post}")?;
             }
-            write!(self.out, "{pre}{piece}{post}")?;
+            write!(self.out, "{pre}{}{post}", clean_line(piece))?;
             self.at_line_start = false;
         }
         Ok(())
@@ -111,18 +123,18 @@ impl<W: Write + Send> CardsSink<W> {
     fn card(&mut self, card: &Card) -> std::io::Result<()> {
         let s = self.style;
         let (mark, color) = if card.is_error { ("✗", s.red) } else { ("●", s.green) };
-        self.line(&format!("{color}{mark}{reset} {bold}{}{reset}", card.headline, reset = s.reset, bold = s.bold))?;
-        let (lines, hidden, marker): (Vec<(LineKind, &str)>, usize, bool) = if self.opts.expanded {
-            if card.diff.is_empty() {
-                let body: Vec<_> = card.content.lines().map(|l| (LineKind::Plain, l)).collect();
-                (body, 0, false)
+        let headline = clean_line(&card.headline);
+        self.line(&format!("{color}{mark}{reset} {bold}{headline}{reset}", reset = s.reset, bold = s.bold))?;
+        // A card with a diff shows it (cut to 8 lines collapsed, 40 expanded); others their body.
+        let is_diff = !card.diff.is_empty();
+        let (lines, hidden): (Vec<(LineKind, &str)>, usize) = if self.opts.expanded {
+            if is_diff {
+                (card.diff.iter().map(|l| (l.kind, l.text.as_str())).collect(), card.diff_hidden)
             } else {
-                let body = card.diff.iter().map(|l| (l.kind, l.text.as_str())).collect();
-                (body, card.diff_hidden, true)
+                (card.content.lines().map(|l| (LineKind::Plain, l)).collect(), 0)
             }
         } else {
-            let body = card.preview.iter().map(|l| (l.kind, l.text.as_str())).collect();
-            (body, card.preview_hidden, false)
+            (card.preview.iter().map(|l| (l.kind, l.text.as_str())).collect(), card.preview_hidden)
         };
         for (kind, text) in lines {
             let color = match kind {
@@ -136,12 +148,17 @@ impl<W: Write + Send> CardsSink<W> {
                 writeln!(self.out)?;
                 continue;
             }
-            let text = expand_tabs(text);
+            let text = clean_line(text);
             writeln!(self.out, "{BODY_INDENT}{color}{text}{reset}")?;
         }
         if hidden > 0 {
-            let what = if marker { "diff lines hidden" } else { "more lines; --expanded shows them" };
-            writeln!(self.out, "{BODY_INDENT}{}… ({hidden} {what}){}", s.dim, s.reset)?;
+            let (dim, reset) = (s.dim, s.reset);
+            if is_diff {
+                // SPEC §8, exactly.
+                writeln!(self.out, "{BODY_INDENT}{dim}... ({hidden} more diff lines hidden){reset}")?;
+            } else {
+                writeln!(self.out, "{BODY_INDENT}{dim}… ({hidden} more lines; --expanded shows them){reset}")?;
+            }
         }
         Ok(())
     }
@@ -150,9 +167,17 @@ impl<W: Write + Send> CardsSink<W> {
         let s = self.style;
         match &ev.kind {
             Output::RunOpened { model, prompt, .. } => {
-                let model = model.as_deref().map(|m| format!(" · {m}")).unwrap_or_default();
+                let model = model
+                    .as_deref()
+                    .map(|m| format!(" · {}", first_chars(clean_line(m).trim(), PROMPT_CHARS)))
+                    .unwrap_or_default();
                 self.line(&format!("{}── Cursor run {}{model} ──{}", s.bold, ev.run.seq, s.reset))?;
-                if let Some(p) = prompt.as_deref().and_then(|p| p.lines().find(|l| !l.trim().is_empty())) {
+                // User text, shown as its first non-blank line. It may carry secrets: the run stage
+                // scrubs it before it gets here (sinks cannot see the scrubber); this only makes it
+                // terminal-safe and bounds it.
+                let first_line =
+                    prompt.as_deref().and_then(|p| p.lines().map(clean_line).find(|l| !l.trim().is_empty()));
+                if let Some(p) = first_line {
                     self.line(&format!("{}> {}{}", s.cyan, first_chars(p.trim(), PROMPT_CHARS), s.reset))?;
                 }
             }
@@ -164,9 +189,11 @@ impl<W: Write + Send> CardsSink<W> {
                 }
             }
             Output::LifecycleLine { title, label, .. } => {
+                let (title, label) = (clean_line(title), clean_line(label));
                 self.line(&format!("{}… {title}: {label}{}", s.dim, s.reset))?;
             }
             Output::ShellProgress { stream, line, .. } => {
+                let line = clean_line(line);
                 self.line(&format!("{}{BODY_INDENT}Cursor shell {}: {line}{}", s.dim, stream.as_str(), s.reset))?;
             }
             Output::Card(card) => {
@@ -175,7 +202,7 @@ impl<W: Write + Send> CardsSink<W> {
             }
             Output::MessageEnded { stop_reason, error, .. } => match stop_reason {
                 StopReason::Error => {
-                    let msg = error.as_deref().unwrap_or("error");
+                    let msg = clean_line(error.as_deref().unwrap_or("error"));
                     self.line(&format!("{}✗ error: {msg}{}", s.red, s.reset))?;
                 }
                 StopReason::Aborted => self.line(&format!("{}⊘ aborted{}", s.yellow, s.reset))?,
@@ -183,6 +210,7 @@ impl<W: Write + Send> CardsSink<W> {
             },
             Output::RunClosed { status, totals, .. } => {
                 let summary = run_summary(*status, totals);
+                let summary = clean_line(&summary);
                 self.line(&format!("{}── {summary} ──{}", s.bold, s.reset))?;
             }
             Output::MessageStarted { .. }
@@ -239,12 +267,27 @@ fn run_summary(status: RunStatus, t: &RunTotals) -> String {
     parts.join(" · ")
 }
 
-fn expand_tabs(s: &str) -> std::borrow::Cow<'_, str> {
-    if s.contains('\t') {
-        s.replace('\t', "   ").into()
-    } else {
-        s.into()
+/// Whether `c` may not reach the terminal as is: C0 (ESC, CR, BEL, tab, newline, …), DEL, C1 and
+/// the Unicode line/paragraph separators.
+fn is_unsafe(c: char) -> bool {
+    c.is_control() || c == '\u{2028}' || c == '\u{2029}'
+}
+
+/// One display line made terminal-safe: tabs → three spaces, every other control character
+/// (newlines included: callers split lines first) and U+2028/2029 → a space. Borrows when clean.
+fn clean_line(s: &str) -> Cow<'_, str> {
+    if !s.chars().any(is_unsafe) {
+        return Cow::Borrowed(s);
     }
+    let mut out = String::with_capacity(s.len() + 8);
+    for c in s.chars() {
+        match c {
+            '\t' => out.push_str(TAB),
+            c if is_unsafe(c) => out.push(' '),
+            c => out.push(c),
+        }
+    }
+    Cow::Owned(out)
 }
 
 /// At most `n` characters of `s`, the last one `…` when cut.
@@ -267,6 +310,14 @@ mod tests {
         assert_eq!(first_chars("abcdef", 3), "ab…");
         assert_eq!(first_chars("ééé", 3), "ééé");
         assert_eq!(first_chars("éééé", 3), "éé…");
+    }
+
+    #[test]
+    fn clean_line_neutralises_controls_and_expands_tabs() {
+        assert!(matches!(clean_line("plain ✓ text"), Cow::Borrowed(_)));
+        assert_eq!(clean_line("a\x1b[2Jb"), "a [2Jb");
+        assert_eq!(clean_line("\x1b]0;T\x07|\r|\n|\x7f|\u{85}|\u{9b}|\u{2028}|\u{2029}"), " ]0;T | | | | | | | ");
+        assert_eq!(clean_line("\ta\tb"), "   a   b");
     }
 
     #[test]

@@ -8,6 +8,7 @@ pub mod clock;
 pub mod config;
 pub mod decode;
 pub mod pipeline;
+pub mod sequencer;
 pub mod shard;
 pub mod sinks;
 pub mod source;

@@ -19,7 +19,8 @@ use toolstream_sinks::Sink;
 use crate::clock::{ClockMode, EventTime, Extrapolator, Pacer};
 use crate::decode::framing::{LineReader, DEFAULT_MAX_LINE_BYTES};
 use crate::decode::{DecodeError, Decoder, Format};
-use crate::shard::{shard_of, DoorMsg, Shard};
+use crate::sequencer::{self, SeqMsg, Sequencer};
+use crate::shard::{shard_of, sync_door, DoorMsg, Shard};
 use crate::sinks::{OutputCounts, SinkMsg, SinkThread, StatsSink};
 use crate::source::Source;
 
@@ -104,9 +105,26 @@ pub struct Stats {
 
 const MAX_ERROR_SAMPLES: usize = 100;
 
-/// Every write to the shard doors goes through the gate; once it reads `true` the pipeline was
-/// cancelled and nothing more is sent (no event, no end of source) after the `Cancel`.
-type Gate = Arc<Mutex<bool>>;
+/// Every numbered write to the shard doors goes through the gate, which holds the next batch
+/// number; once cancelled, nothing more is sent (no event, no end of source) after the `Cancel`.
+type Gate = Arc<Mutex<GateState>>;
+
+#[derive(Debug, Default)]
+struct GateState {
+    cancelled: bool,
+    next_seq: u64,
+}
+
+impl GateState {
+    /// Send one numbered batch to every shard (`items[k]` to shard `k`, often empty).
+    fn send_all(&mut self, doors: &[Sender<DoorMsg>], items: Vec<Vec<Item>>) {
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        for (door, items) in doors.iter().zip(items) {
+            let _ = door.send(DoorMsg::Items { seq: Some(seq), items });
+        }
+    }
+}
 
 /// Stops a running pipeline from another thread (Ctrl-C): every open run is cancelled and every
 /// sink flushed before `cancel` returns, whatever the reading thread is doing (even blocked on
@@ -114,6 +132,7 @@ type Gate = Arc<Mutex<bool>>;
 #[derive(Clone)]
 pub struct Canceller {
     doors: Vec<Sender<DoorMsg>>,
+    sequencer: Sender<SeqMsg>,
     sink_queues: Vec<Sender<SinkMsg>>,
     gate: Gate,
 }
@@ -121,21 +140,18 @@ pub struct Canceller {
 impl Canceller {
     pub fn cancel(&self) {
         {
-            let Ok(mut cancelled) = self.gate.lock() else { return };
-            if *cancelled {
+            let Ok(mut gate) = self.gate.lock() else { return };
+            if gate.cancelled {
                 return;
             }
-            *cancelled = true;
-            for door in &self.doors {
-                let _ = door.send(DoorMsg::Items(vec![Item::Cancel]));
-            }
+            gate.cancelled = true;
+            let cancel = self.doors.iter().map(|_| vec![Item::Cancel]).collect();
+            gate.send_all(&self.doors, cancel);
         }
         for door in &self.doors {
-            let (tx, rx) = bounded(1);
-            if door.send(DoorMsg::Sync(tx)).is_ok() {
-                let _ = rx.recv();
-            }
+            sync_door(door);
         }
+        sequencer::sync(&self.sequencer);
         for q in &self.sink_queues {
             let (tx, rx) = bounded(1);
             if q.send(SinkMsg::Flush(tx)).is_ok() {
@@ -146,7 +162,7 @@ impl Canceller {
 
     /// Whether the pipeline was cancelled.
     pub fn is_cancelled(&self) -> bool {
-        self.gate.lock().map(|g| *g).unwrap_or(true)
+        self.gate.lock().map(|g| g.cancelled).unwrap_or(true)
     }
 }
 
@@ -154,6 +170,7 @@ impl Canceller {
 pub struct Pipeline {
     opts: PipelineOptions,
     shards: Vec<Shard>,
+    sequencer: Option<Sequencer>,
     sinks: Vec<SinkThread>,
     counts: Arc<Mutex<OutputCounts>>,
     gate: Gate,
@@ -169,35 +186,45 @@ impl Pipeline {
             threads.push(SinkThread::start(sink).map_err(PipelineError::Start)?);
         }
         let queues: Vec<Sender<SinkMsg>> = threads.iter().map(SinkThread::queue).collect();
+        let n = opts.shards.max(1);
+        let sequencer = Sequencer::start(n, queues).map_err(PipelineError::Start)?;
         let mut shards = Vec::new();
-        for i in 0..opts.shards.max(1) {
-            shards.push(Shard::start(i, opts.shard.clone(), queues.clone()).map_err(PipelineError::Start)?);
+        for i in 0..n {
+            shards.push(Shard::start(i, opts.shard.clone(), sequencer.queue()).map_err(PipelineError::Start)?);
         }
         Ok(Pipeline {
             opts,
             shards,
+            sequencer: Some(sequencer),
             sinks: threads,
             counts,
-            gate: Arc::new(Mutex::new(false)),
+            gate: Arc::new(Mutex::new(GateState::default())),
             stats: Stats::default(),
         })
     }
 
     pub fn canceller(&self) -> Canceller {
         Canceller {
-            doors: self.shards.iter().filter_map(Shard::door).collect(),
+            doors: self.doors(),
+            sequencer: self.sequencer.as_ref().map(Sequencer::queue).unwrap_or_else(|| bounded(0).0),
             sink_queues: self.sinks.iter().map(SinkThread::queue).collect(),
             gate: self.gate.clone(),
         }
     }
 
-    /// Hand a batch to a shard through the gate; false once the pipeline was cancelled.
-    fn send(&self, shard: usize, items: Vec<Item>) -> bool {
-        let Ok(cancelled) = self.gate.lock() else { return false };
-        if *cancelled {
+    fn doors(&self) -> Vec<Sender<DoorMsg>> {
+        self.shards.iter().filter_map(Shard::door).collect()
+    }
+
+    /// Hand every shard its pending items as one numbered batch, through the gate; false once
+    /// the pipeline was cancelled.
+    fn send_all(&self, pending: &mut [Vec<Item>]) -> bool {
+        let Ok(mut gate) = self.gate.lock() else { return false };
+        if gate.cancelled {
             return false;
         }
-        self.shards[shard].send(items);
+        let items = pending.iter_mut().map(std::mem::take).collect();
+        gate.send_all(&self.doors(), items);
         true
     }
 
@@ -215,9 +242,7 @@ impl Pipeline {
         };
         let live = mode != ClockMode::EventTime;
         let extrapolator = Arc::new(Mutex::new(Extrapolator::default()));
-        let ticker = mode
-            .ticks()
-            .then(|| Ticker::start(self.shards.iter().filter_map(Shard::door).collect(), extrapolator.clone()));
+        let ticker = mode.ticks().then(|| Ticker::start(self.doors(), self.gate.clone(), extrapolator.clone()));
         let mut pacer = Pacer::default();
 
         let mut lines = LineReader::with_max_line(reader, self.opts.max_line_bytes);
@@ -274,13 +299,7 @@ impl Pipeline {
                 let k = shard_of(&ev.session, self.shards.len());
                 pending[k].push(Item::Input(ev));
             }
-            let mut cancelled = false;
-            for (k, items) in pending.iter_mut().enumerate() {
-                if items.len() >= batch && !self.send(k, std::mem::take(items)) {
-                    cancelled = true;
-                }
-            }
-            if cancelled {
+            if pending.iter().any(|items| items.len() >= batch) && !self.send_all(&mut pending) {
                 break Err(PipelineError::Cancelled);
             }
         };
@@ -288,14 +307,17 @@ impl Pipeline {
         // End of this source: whatever is still open ended without its `result` (unless the
         // pipeline was cancelled: then its runs were cancelled and nothing follows).
         let mut outcome = outcome;
-        for (k, mut items) in pending.into_iter().enumerate() {
+        for items in &mut pending {
             items.push(Item::EndOfSource);
-            if !self.send(k, items) {
-                outcome = Err(PipelineError::Cancelled);
-            }
+        }
+        if !self.send_all(&mut pending) {
+            outcome = Err(PipelineError::Cancelled);
         }
         for s in &self.shards {
             s.sync();
+        }
+        if let Some(q) = &self.sequencer {
+            q.sync();
         }
         file.bytes = lines.position();
         file.format = decoder.format().map(Format::as_str);
@@ -319,8 +341,16 @@ impl Pipeline {
 
     /// Drain every shard, stop it, flush every sink and return the stats.
     pub fn finish(mut self) -> Stats {
+        // Seal whatever unnumbered items (ticks) left behind, then stop shards and sequencer.
+        if let Ok(mut gate) = self.gate.lock() {
+            let empty = self.shards.iter().map(|_| Vec::new()).collect();
+            gate.send_all(&self.doors(), empty);
+        }
         for s in self.shards.drain(..) {
             s.stop();
+        }
+        if let Some(q) = self.sequencer.take() {
+            q.stop();
         }
         for t in self.sinks.drain(..) {
             self.stats.sink_errors.extend(t.finish());
@@ -353,7 +383,7 @@ struct Ticker {
 }
 
 impl Ticker {
-    fn start(doors: Vec<Sender<DoorMsg>>, clock: Arc<Mutex<Extrapolator>>) -> Ticker {
+    fn start(doors: Vec<Sender<DoorMsg>>, gate: Gate, clock: Arc<Mutex<Extrapolator>>) -> Ticker {
         let stop = Arc::new(AtomicBool::new(false));
         let flag = stop.clone();
         let handle = std::thread::Builder::new()
@@ -363,10 +393,12 @@ impl Ticker {
                     std::thread::sleep(Duration::from_millis(TICK_MS));
                     let now = clock.lock().ok().and_then(|c| c.now());
                     if let Some(now) = now {
-                        for d in &doors {
-                            // Never block on a full door: a tick is only a nudge.
-                            let _ = d.try_send(DoorMsg::Items(vec![Item::Tick(now)]));
+                        // Numbered like any batch, so what the tick fires reaches the sinks now.
+                        let Ok(mut gate) = gate.lock() else { break };
+                        if gate.cancelled {
+                            break;
                         }
+                        gate.send_all(&doors, doors.iter().map(|_| vec![Item::Tick(now)]).collect());
                     }
                 }
             })

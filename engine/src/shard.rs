@@ -1,9 +1,9 @@
-//! Shards: one actix System per OS thread running the stage actors, behind a bounded
-//! crossbeam channel (the shard's door). A pump thread takes batches from the door and awaits
-//! each batch's passage through every stage, so a fast reader is held back by a slow shard.
-//! Outputs go to the fan-out, which hands each batch to every sink's own bounded queue.
+//! Shards: one actix System per OS thread running the stage actors, behind a bounded crossbeam
+//! channel (the shard's door). A pump thread takes batches from the door and awaits each batch's
+//! passage through every stage, so a fast reader is held back by a slow shard. The outputs of a
+//! numbered batch are sealed and handed to the sequencer, which releases them to the sinks in an
+//! order that depends on the input only.
 
-use std::sync::Arc;
 use std::thread::JoinHandle;
 
 use actix::prelude::*;
@@ -11,18 +11,20 @@ use crossbeam_channel::{bounded, Receiver, Sender};
 use toolstream_actors::item::Item;
 use toolstream_actors::messages::Batch;
 use toolstream_actors::shard::ShardConfig;
-use toolstream_actors::stage::start_shard;
+use toolstream_actors::stage::{start_shard, IntakeActor};
 use toolstream_schemas::OutputEvent;
 
-use crate::sinks::SinkMsg;
+use crate::sequencer::SeqMsg;
 
 /// Batches waiting at a shard's door before the reader blocks.
 const DOOR_CAPACITY: usize = 8;
 
 /// What a shard's door takes.
 pub enum DoorMsg {
-    Items(Vec<Item>),
-    /// Reply once everything sent before has passed every stage.
+    /// Items to process. A numbered batch is sealed once processed: its outputs (and any from
+    /// unnumbered ones before it, such as ticks) go to the sequencer under that number.
+    Items { seq: Option<u64>, items: Vec<Item> },
+    /// Reply once everything sent before has passed every stage and was sealed.
     Sync(Sender<()>),
     /// Stop after everything sent before (other senders, such as a Ctrl-C handler's, may
     /// still hold the door open).
@@ -44,15 +46,11 @@ pub fn shard_of(session: &str, shards: usize) -> usize {
     (h % shards as u64) as usize
 }
 
-/// The fan-out at the end of every shard: each sink's queue gets every batch.
+/// The end of every shard: collects the outputs of the batch in hand until it is sealed.
 pub struct Fanout {
-    queues: Vec<Sender<SinkMsg>>,
-}
-
-impl Fanout {
-    pub fn new(queues: Vec<Sender<SinkMsg>>) -> Self {
-        Fanout { queues }
-    }
+    shard: usize,
+    buffer: Vec<OutputEvent>,
+    sequencer: Sender<SeqMsg>,
 }
 
 impl Actor for Fanout {
@@ -63,12 +61,26 @@ impl Handler<Batch<OutputEvent>> for Fanout {
     type Result = ();
 
     fn handle(&mut self, batch: Batch<OutputEvent>, _: &mut Context<Self>) {
-        let shared = Arc::new(batch.0);
-        for q in &self.queues {
-            // Blocking is the backpressure policy (`when_full = block`): a slow sink holds the
-            // shard. A sink that stopped has dropped its queue; that is not an error here.
-            let _ = q.send(SinkMsg::Events(shared.clone()));
+        if self.buffer.is_empty() {
+            self.buffer = batch.0;
+        } else {
+            self.buffer.extend(batch.0);
         }
+    }
+}
+
+/// Seal the outputs collected so far under a batch number.
+#[derive(Message)]
+#[rtype(result = "()")]
+struct Seal(u64);
+
+impl Handler<Seal> for Fanout {
+    type Result = ();
+
+    fn handle(&mut self, seal: Seal, _: &mut Context<Self>) {
+        let events = std::mem::take(&mut self.buffer);
+        // Blocking is backpressure; a stopped sequencer means the engine is shutting down.
+        let _ = self.sequencer.send(SeqMsg::Sealed { seq: seal.0, shard: self.shard, events });
     }
 }
 
@@ -80,45 +92,42 @@ pub struct Shard {
 }
 
 impl Shard {
-    /// Start shard `index`: its System thread, its four stages and its pump.
-    pub fn start(index: usize, cfg: ShardConfig, sink_queues: Vec<Sender<SinkMsg>>) -> std::io::Result<Shard> {
+    /// Start shard `index`: its System thread, its stages and its pump.
+    pub fn start(index: usize, cfg: ShardConfig, sequencer: Sender<SeqMsg>) -> std::io::Result<Shard> {
         let (door_tx, door_rx) = bounded::<DoorMsg>(DOOR_CAPACITY);
         let (addr_tx, addr_rx) = bounded(1);
         let actix = std::thread::Builder::new().name(format!("toolstream-shard-{index}")).spawn(move || {
             let sys = System::new();
-            let addr = sys.block_on(async move {
-                let fanout = Fanout::new(sink_queues).start();
-                start_shard(&cfg, fanout.recipient())
+            let addrs = sys.block_on(async move {
+                let fanout = Fanout { shard: index, buffer: Vec::new(), sequencer }.start();
+                (start_shard(&cfg, fanout.clone().recipient()), fanout)
             });
-            let _ = addr_tx.send((addr, System::current()));
+            let _ = addr_tx.send((addrs, System::current()));
             let _ = sys.run();
         })?;
-        let (first, system) =
+        let ((first, fanout), system) =
             addr_rx.recv().map_err(|_| std::io::Error::other(format!("shard {index} failed to start")))?;
         let pump = std::thread::Builder::new()
             .name(format!("toolstream-pump-{index}"))
-            .spawn(move || pump(door_rx, first, system))?;
+            .spawn(move || pump(door_rx, first, fanout, system))?;
         Ok(Shard { door: Some(door_tx), actix: Some(actix), pump: Some(pump) })
     }
 
     /// Send a batch of items (blocks while the door is full).
-    pub fn send(&self, items: Vec<Item>) {
+    pub fn send(&self, seq: Option<u64>, items: Vec<Item>) {
         if let Some(door) = &self.door {
-            let _ = door.send(DoorMsg::Items(items));
+            let _ = door.send(DoorMsg::Items { seq, items });
         }
     }
 
-    /// Wait until everything sent so far has passed every stage and reached the sink queues.
+    /// Wait until everything sent so far has passed every stage and was sealed.
     pub fn sync(&self) {
-        let (tx, rx) = bounded(1);
         if let Some(door) = &self.door {
-            if door.send(DoorMsg::Sync(tx)).is_ok() {
-                let _ = rx.recv();
-            }
+            sync_door(door);
         }
     }
 
-    /// A handle that can send to this shard from another thread (Ctrl-C).
+    /// A handle that can send to this shard from another thread (Ctrl-C, ticks).
     pub fn door(&self) -> Option<Sender<DoorMsg>> {
         self.door.clone()
     }
@@ -137,12 +146,23 @@ impl Shard {
     }
 }
 
-fn pump(door: Receiver<DoorMsg>, first: Addr<toolstream_actors::stage::IntakeActor>, system: System) {
+/// Wait until everything sent to `door` before was processed and sealed.
+pub fn sync_door(door: &Sender<DoorMsg>) {
+    let (tx, rx) = bounded(1);
+    if door.send(DoorMsg::Sync(tx)).is_ok() {
+        let _ = rx.recv();
+    }
+}
+
+fn pump(door: Receiver<DoorMsg>, first: Addr<IntakeActor>, fanout: Addr<Fanout>, system: System) {
     for msg in door {
         match msg {
-            DoorMsg::Items(items) => {
+            DoorMsg::Items { seq, items } => {
                 // Resolves once the batch has passed every stage (see `stage::StageActor`).
                 let _ = futures::executor::block_on(first.send(Batch(items)));
+                if let Some(seq) = seq {
+                    let _ = futures::executor::block_on(fanout.send(Seal(seq)));
+                }
             }
             DoorMsg::Sync(reply) => {
                 let _ = reply.send(());

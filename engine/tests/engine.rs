@@ -221,3 +221,23 @@ fn end_of_input_closes_runs_and_flushes_the_trace() {
     assert_eq!((last["phase"].as_str(), last["status"].as_str()), (Some("run_closed"), Some("error")));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn interleaved_sessions_replay_byte_identically_on_several_shards() {
+    use toolstream::bench::corpus::{generate, templates_from_dir, CorpusSpec};
+    // Eight sessions interleaved line by line, from the project's own examples.
+    let templates = templates_from_dir(&common::example("")).unwrap();
+    assert!(!templates.is_empty());
+    let mut bytes = Vec::new();
+    generate(&templates, &CorpusSpec { target_bytes: 400_000, concurrency: 8, seed: 3 }, &mut bytes).unwrap();
+    let dir = common::tempdir();
+    let input = dir.join("interleaved.jsonl");
+    std::fs::write(&input, &bytes).unwrap();
+    let (t1, t2) = (dir.join("t1.jsonl"), dir.join("t2.jsonl"));
+    let c1 = replay_with_trace(&input, &t1, "3");
+    let c2 = replay_with_trace(&input, &t2, "3");
+    assert!(c1.matches("── Cursor run").count() > 20, "many runs");
+    assert_eq!(c1, c2, "cards differ between two replays");
+    assert_eq!(std::fs::read(&t1).unwrap(), std::fs::read(&t2).unwrap(), "traces differ between two replays");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -15,7 +15,7 @@ use toolstream_schemas::OutputEvent;
 use crate::sinks::SinkMsg;
 
 /// Sealed batches waiting in the sequencer's queue before shards block.
-const QUEUE_CAPACITY: usize = 256;
+const QUEUE_CAPACITY: usize = 16;
 
 /// What the sequencer receives.
 pub enum SeqMsg {

@@ -18,7 +18,7 @@ use toolstream_schemas::{Output, OutputEvent, Tool};
 use toolstream_sinks::{Sink, SinkError};
 
 /// Batches a sink's queue holds before the shards block (`when_full = block`).
-const QUEUE_CAPACITY: usize = 64;
+const QUEUE_CAPACITY: usize = 8;
 
 /// What a sink thread receives.
 pub enum SinkMsg {
@@ -113,7 +113,7 @@ fn drive(sink: &mut dyn Sink, rx: &Receiver<SinkMsg>, flag: &AtomicBool) -> Sink
             SinkMsg::Events(_) => {}
             SinkMsg::Flush(reply) => {
                 if !state.failed {
-                    if let Err(e) = sink.flush() {
+                    if let Err(e) = sink.checkpoint() {
                         state.fail(e, true);
                     }
                 }
@@ -123,7 +123,7 @@ fn drive(sink: &mut dyn Sink, rx: &Receiver<SinkMsg>, flag: &AtomicBool) -> Sink
         }
     }
     if !state.failed {
-        if let Err(e) = sink.flush() {
+        if let Err(e) = sink.checkpoint() {
             state.fail(e, false);
         }
     }

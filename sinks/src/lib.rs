@@ -27,6 +27,13 @@ pub trait Sink: Send {
     fn name(&self) -> &'static str;
     /// Called with batches of output events, in order per run.
     fn write(&mut self, batch: &[OutputEvent]) -> Result<(), SinkError>;
-    /// Make everything written so far durable / visible.
+    /// Make everything written so far durable / visible. Called often (whenever the sink's queue
+    /// runs dry), so it must be cheap.
     fn flush(&mut self) -> Result<(), SinkError>;
+    /// A checkpoint: what was written so far is complete where the sink writes it. Called on
+    /// explicit flush requests (Ctrl-C) and at the end; sinks that publish whole files (a pi
+    /// session) do it here rather than on every `flush`.
+    fn checkpoint(&mut self) -> Result<(), SinkError> {
+        self.flush()
+    }
 }

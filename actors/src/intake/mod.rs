@@ -5,7 +5,7 @@
 //! id again, an id-less report identical to an earlier completion, a start after its completion —
 //! are dropped here with a trace record, so the shell, lifecycle and run stages never see them.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 use std::sync::Arc;
 
 use toolstream_schemas::ids::call_ref;

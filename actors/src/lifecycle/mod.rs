@@ -4,7 +4,7 @@
 //! whose `(tool, args)` or line text is already shown by another active call gets no second line.
 //! Pure state machine: items in, items out; timers fire by event time.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 use std::sync::Arc;
 
 use serde_json::Value;
@@ -57,7 +57,7 @@ impl Default for LifecycleCore {
 
 impl LifecycleCore {
     pub fn new(defer_ms: u64, scrubber: Scrubber) -> Self {
-        LifecycleCore { defer_ms, scrubber, calls: HashMap::new(), seq: 0 }
+        LifecycleCore { defer_ms, scrubber, calls: HashMap::default(), seq: 0 }
     }
 
     /// The earliest pending timer, if any (live sources tick until then).

@@ -1,8 +1,7 @@
 //! The call table of one run (SPEC §5.2): started calls keyed by call id, completion matching by
 //! id or by `(tool, args)` fingerprint, and deduplication of calls reported twice.
 
-use std::collections::hash_map::DefaultHasher;
-use std::collections::HashSet;
+use rustc_hash::{FxHashSet as HashSet, FxHasher as DefaultHasher};
 use std::hash::{Hash, Hasher};
 
 use toolstream_schemas::{RawJson, Tool, ToolEvent, ToolKind};
@@ -43,14 +42,14 @@ pub struct CallTable {
 
 pub fn fingerprint(tool: &Tool, args: Option<&RawJson>) -> Option<u64> {
     let args = args?;
-    let mut h = DefaultHasher::new();
+    let mut h = DefaultHasher::default();
     tool.name().hash(&mut h);
     args.get().hash(&mut h);
     Some(h.finish())
 }
 
 fn display_fingerprint(ev: &ToolEvent, args: Option<&RawJson>) -> u64 {
-    let mut h = DefaultHasher::new();
+    let mut h = DefaultHasher::default();
     ev.tool.name().hash(&mut h);
     args.map(|a| a.get()).hash(&mut h);
     if let Some(r) = &ev.result {

@@ -11,7 +11,7 @@ pub mod calls;
 mod state;
 pub mod text;
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 use std::sync::Arc;
 
 use toolstream_schemas::{Input, InputEvent, Output, OutputEvent, RunEnd, RunId, RunStatus};

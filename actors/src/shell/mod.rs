@@ -3,7 +3,7 @@
 //! lines per call and a buffer that stands in for the recorded output of a successful shell whose
 //! recorded stdout and stderr are both blank. Pure state machine: items in, items out.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 use std::sync::Arc;
 
 use serde_json::Value;
@@ -45,7 +45,7 @@ fn is_shell(t: &ToolEvent) -> bool {
 
 impl ShellCore {
     pub fn new(scrubber: Scrubber) -> Self {
-        ShellCore { scrubber, active: HashMap::new() }
+        ShellCore { scrubber, active: HashMap::default() }
     }
 
     /// Shell calls active in a session.

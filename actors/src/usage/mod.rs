@@ -5,7 +5,7 @@
 //! thinking and tool-call JSON as output; the prompt (first message only) and the tool results
 //! the message consumed as input. Pure state machine over output events.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 use std::sync::Arc;
 
 use toolstream_schemas::{Output, OutputEvent, RunId, StopReason, TokenUsage, Usage};
@@ -58,7 +58,7 @@ fn utf16_len(s: &str) -> u64 {
 
 impl UsageCore {
     pub fn new(cfg: UsageConfig) -> Self {
-        UsageCore { cfg, runs: HashMap::new() }
+        UsageCore { cfg, runs: HashMap::default() }
     }
 
     /// Map a turn's SDK usage to pi's (SPEC §6c), or `None` when it is not sane.

@@ -2,3 +2,4 @@
 //! takes side by side on the same bytes.
 
 pub mod corpus;
+pub mod measure;

@@ -1,6 +1,8 @@
 //! The `toolstream` command line (clap): argument definitions and dispatch to each command.
 
+mod bench;
 mod config_cmd;
+mod pi_provider;
 mod replay;
 mod stats;
 
@@ -45,6 +47,13 @@ pub enum Command {
     /// Show the effective configuration and where each value came from (config file,
     /// environment, defaults).
     Config(config_cmd::ConfigArgs),
+    /// Measure throughput on a recorded high-volume corpus: the parse floor, full decoding, and
+    /// end to end to a null sink, the JSONL trace and a pi session, side by side on the same bytes.
+    Bench(bench::BenchArgs),
+    /// Serve the pi extension (`integrations/pi`): one Cursor run as pi assistant-message events
+    /// on stdout, driven by a JSON-lines request, pi's tool results and `abort` on stdin. See the
+    /// README section "pi provider protocol".
+    PiProvider(pi_provider::PiProviderArgs),
 }
 
 /// Options shared by every command that reads streams.
@@ -229,6 +238,8 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Replay(args) => replay::run(args),
         Command::Stats(args) => stats::run(args),
         Command::Config(args) => config_cmd::run(args),
+        Command::Bench(args) => bench::run(args),
+        Command::PiProvider(args) => pi_provider::run(args),
     }
 }
 

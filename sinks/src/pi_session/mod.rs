@@ -23,12 +23,13 @@
 //! first known time. Entry timestamps are when pi would have appended the entry (a message's end);
 //! message timestamps are when it started, as pi-ai sets them.
 //!
-//! Atomic: the session is kept in memory and the whole file is written to a temporary file in the
-//! target's directory, synced, then renamed over the target — at the end of a batch in which a
-//! run closed, and on `flush` when anything changed. The target never holds half a session and is
-//! never written in place (a pi process holding it open keeps reading the old file). Like pi,
-//! nothing is written before the first message has ended. A run still open at a flush is written
-//! up to its last complete message.
+//! Atomic and bounded: each run's entries are appended, when the run closes, to a spool file next
+//! to the target (memory holds only the runs still open, time is linear in the session's size).
+//! At a checkpoint — the end of a replay, or an explicit flush such as Ctrl-C's — the spool is
+//! copied to a temporary file in the target's directory, the open runs' complete messages are
+//! appended, and that file is synced and renamed over the target. The target never holds half a
+//! session and is never written in place (a pi process holding it open keeps reading the old
+//! file). Like pi, nothing is written before the first message has ended.
 
 mod ids;
 
@@ -44,6 +45,9 @@ use crate::pi_events::assemble::{Assembler, Step};
 use crate::pi_events::wire::{AssistantMessage, ToolResultMessage, UserMessage, PROVIDER};
 use crate::{Sink, SinkError};
 use ids::{iso, uuid_v7, EntryIds};
+
+/// Spool files created by this process (their names must differ).
+static SPOOLS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
 /// pi's current session format version.
 pub const SESSION_VERSION: u32 = 3;
@@ -157,8 +161,10 @@ pub struct PiSessionSink {
     open: Vec<RunLog>,
     head: Option<SessionHead>,
     chain: Option<Chain>,
-    /// Rendered entries of the runs already closed, in close order.
-    closed: Vec<u8>,
+    /// The header and the entries of the runs already closed, in close order.
+    spool: Option<io::BufWriter<File>>,
+    spool_path: PathBuf,
+    /// Something changed since the target was last published.
     dirty: bool,
 }
 
@@ -182,6 +188,13 @@ impl PiSessionSink {
         let mut tmp_name = std::ffi::OsString::from(".");
         tmp_name.push(name);
         tmp_name.push(format!(".{}.tmp", std::process::id()));
+        let mut spool_name = std::ffi::OsString::from(".");
+        spool_name.push(name);
+        spool_name.push(format!(
+            ".{}.{}.spool",
+            std::process::id(),
+            SPOOLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+        ));
         let fallback_cwd = std::env::current_dir().map(|d| d.to_string_lossy().into_owned()).unwrap_or_default();
         Ok(PiSessionSink {
             path: path.to_path_buf(),
@@ -192,7 +205,10 @@ impl PiSessionSink {
             open: Vec::new(),
             head: None,
             chain: None,
-            closed: Vec::new(),
+            spool: None,
+            // The spool is copied, never renamed: it can live anywhere, and stays out of the
+            // target's directory.
+            spool_path: std::env::temp_dir().join(spool_name),
             dirty: false,
         })
     }
@@ -269,42 +285,64 @@ impl PiSessionSink {
         self.head = Some(SessionHead { id, cwd, time });
     }
 
-    /// Render the run at `i` into the closed part and drop it.
+    /// Append the run at `i` to the spool and drop it.
     fn close_run(&mut self, i: usize) -> io::Result<()> {
         self.ensure_head();
         let run = self.open.remove(i);
+        let mut bytes = Vec::new();
         if let Some(chain) = self.chain.as_mut() {
-            render_run(&run, chain, &mut self.closed)?;
+            render_run(&run, chain, &mut bytes)?;
         }
+        self.spool()?.write_all(&bytes)?;
         self.dirty = true;
         Ok(())
     }
 
-    /// The whole file as it stands: header, closed runs, then open runs' complete messages.
-    fn render(&mut self) -> io::Result<Option<Vec<u8>>> {
-        self.ensure_head();
-        let (Some(head), Some(chain)) = (&self.head, &self.chain) else { return Ok(None) };
-        let mut out = Vec::with_capacity(self.closed.len() + 4096);
-        let header = Header {
-            kind: "session",
-            version: SESSION_VERSION,
-            id: &head.id,
-            timestamp: iso(head.time),
-            cwd: &head.cwd,
-        };
-        line(&mut out, &header)?;
-        out.extend_from_slice(&self.closed);
-        let mut chain = chain.clone();
-        for run in &self.open {
-            render_run(run, &mut chain, &mut out)?;
+    /// The spool, created with the session header on first use.
+    fn spool(&mut self) -> io::Result<&mut io::BufWriter<File>> {
+        if self.spool.is_none() {
+            self.ensure_head();
+            let Some(head) = &self.head else {
+                return Err(io::Error::other("no session to spool yet"));
+            };
+            let mut header = Vec::new();
+            let h = Header {
+                kind: "session",
+                version: SESSION_VERSION,
+                id: &head.id,
+                timestamp: iso(head.time),
+                cwd: &head.cwd,
+            };
+            line(&mut header, &h)?;
+            let mut w = io::BufWriter::with_capacity(1 << 20, File::create(&self.spool_path)?);
+            w.write_all(&header)?;
+            self.spool = Some(w);
         }
-        Ok(Some(out))
+        self.spool.as_mut().ok_or_else(|| io::Error::other("spool unavailable"))
     }
 
-    /// Write the file: a temporary file in the same directory, synced, renamed over the target.
-    fn persist(&mut self) -> io::Result<()> {
-        let Some(bytes) = self.render()? else { return Ok(()) };
-        let res = write_and_rename(&self.tmp, &self.path, &bytes);
+    /// Publish the session: the spool plus the open runs' complete messages, written to a
+    /// temporary file in the same directory, synced, renamed over the target.
+    fn publish(&mut self) -> io::Result<()> {
+        if !self.dirty {
+            return Ok(());
+        }
+        // Open runs' complete messages, on a copy of the chain (they are rendered again later).
+        let mut tail = Vec::new();
+        if !self.open.is_empty() {
+            self.ensure_head();
+        }
+        if let Some(chain) = &self.chain {
+            let mut chain = chain.clone();
+            for run in &self.open {
+                render_run(run, &mut chain, &mut tail)?;
+            }
+        }
+        if self.head.is_none() {
+            return Ok(());
+        }
+        self.spool()?.flush()?;
+        let res = publish_file(&self.spool_path, &tail, &self.tmp, &self.path);
         if res.is_err() {
             let _ = fs::remove_file(&self.tmp);
         }
@@ -314,9 +352,17 @@ impl PiSessionSink {
     }
 }
 
-fn write_and_rename(tmp: &Path, target: &Path, bytes: &[u8]) -> io::Result<()> {
-    let mut f = File::create(tmp)?;
-    f.write_all(bytes)?;
+impl Drop for PiSessionSink {
+    fn drop(&mut self) {
+        self.spool.take();
+        let _ = fs::remove_file(&self.spool_path);
+    }
+}
+
+fn publish_file(spool: &Path, tail: &[u8], tmp: &Path, target: &Path) -> io::Result<()> {
+    fs::copy(spool, tmp)?;
+    let mut f = fs::OpenOptions::new().append(true).open(tmp)?;
+    f.write_all(tail)?;
     f.sync_all()?;
     drop(f);
     fs::rename(tmp, target)?;
@@ -382,21 +428,22 @@ impl Sink for PiSessionSink {
     }
 
     fn write(&mut self, batch: &[OutputEvent]) -> Result<(), SinkError> {
-        let mut run_closed = false;
         for ev in batch {
-            run_closed |= self.event(ev).map_err(Self::io)?;
-        }
-        if run_closed {
-            self.persist().map_err(Self::io)?;
+            self.event(ev).map_err(Self::io)?;
         }
         Ok(())
     }
 
+    /// Cheap: the spool's buffer goes to disk; the target is published at checkpoints.
     fn flush(&mut self) -> Result<(), SinkError> {
-        if self.dirty {
-            self.persist().map_err(Self::io)?;
+        if let Some(s) = self.spool.as_mut() {
+            s.flush().map_err(Self::io)?;
         }
         Ok(())
+    }
+
+    fn checkpoint(&mut self) -> Result<(), SinkError> {
+        self.publish().map_err(Self::io)
     }
 }
 

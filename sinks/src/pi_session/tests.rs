@@ -115,7 +115,7 @@ fn writes_pi_v3_entries_exactly() {
     let r = run("sess", 1);
     let mut sink = PiSessionSink::create(&path).unwrap();
     sink.write(&simple_run(&r, "composer-2", 1_794_300_000_000)).unwrap();
-    sink.flush().unwrap();
+    sink.checkpoint().unwrap();
     let text = fs::read_to_string(&path).unwrap();
     let got: Vec<&str> = text.lines().collect();
 
@@ -175,25 +175,30 @@ fn writes_pi_v3_entries_exactly() {
 }
 
 #[test]
-fn nothing_is_written_until_flush_or_run_close_and_no_temp_file_remains() {
+fn nothing_is_published_until_a_checkpoint_and_no_temp_file_remains() {
     let dir = tempdir("atomic");
     let path = dir.join("s.jsonl");
     let r = run("sess", 1);
     let events = simple_run(&r, "composer-2", 1_000);
     let mut sink = PiSessionSink::create(&path).unwrap();
-    // The first message ends: still nothing on disk until the sink flushes.
+    // The first message ends: still nothing at the target until a checkpoint (a cheap flush
+    // does not publish either).
     sink.write(&events[..10]).unwrap();
+    sink.flush().unwrap();
     assert!(!path.exists());
     assert!(dir_listing(&dir).is_empty());
-    sink.flush().unwrap();
+    sink.checkpoint().unwrap();
     let snapshot = fs::read(&path).unwrap();
     let first = lines(&snapshot);
     check_session(&first);
     assert_eq!(first.len(), 6, "header, model, prompt, assistant, two results");
-    // The next message streams and ends: the file is unchanged until a flush or the run's close.
+    // The next message streams and ends, the run closes: the file is unchanged until the next
+    // checkpoint.
     sink.write(&events[10..14]).unwrap();
     assert_eq!(fs::read(&path).unwrap(), snapshot);
     sink.write(&events[14..]).unwrap();
+    assert_eq!(fs::read(&path).unwrap(), snapshot);
+    sink.checkpoint().unwrap();
     let full = read_lines(&path);
     assert_eq!(full.len(), 7);
     assert_eq!(full[..6], first[..]);
@@ -211,7 +216,7 @@ fn a_pre_existing_target_is_replaced_whole_never_edited_in_place() {
     let r = run("sess", 1);
     let mut sink = PiSessionSink::create(&path).unwrap();
     sink.write(&simple_run(&r, "m", 5)).unwrap();
-    sink.flush().unwrap();
+    sink.checkpoint().unwrap();
     // A reader holding the old file still sees the old content.
     let mut old = String::new();
     io::Read::read_to_string(&mut held, &mut old).unwrap();
@@ -230,7 +235,7 @@ fn several_runs_share_one_session_with_a_model_change_per_change() {
     sink.write(&simple_run(&a, "m1", 100)).unwrap();
     sink.write(&simple_run(&b, "m1", 200)).unwrap();
     sink.write(&simple_run(&c, "m2", 300)).unwrap();
-    sink.flush().unwrap();
+    sink.checkpoint().unwrap();
     let l = read_lines(&path);
     check_session(&l);
     let models: Vec<&str> =
@@ -271,6 +276,7 @@ fn incomplete_cards_get_results_and_interleaved_runs_stay_contiguous() {
         ev(&b, 16, closed(RunStatus::Cancelled)),
     ])
     .unwrap();
+    sink.checkpoint().unwrap();
     let l = read_lines(&path);
     check_session(&l);
     let roles: Vec<String> = l[1..]
@@ -312,7 +318,7 @@ fn output_is_deterministic_and_zero_times_take_the_runs_first_time() {
         let path = dir.join(name);
         let mut sink = PiSessionSink::create(&path).unwrap();
         sink.write(&simple_run(&r, "m", 1_794_300_000_000)).unwrap();
-        sink.flush().unwrap();
+        sink.checkpoint().unwrap();
         files.push(fs::read(&path).unwrap());
     }
     assert_eq!(files[0], files[1]);
@@ -336,7 +342,8 @@ fn a_bad_target_fails_early_or_cleanly() {
     fs::create_dir(&path).unwrap();
     fs::write(path.join("x"), "x").unwrap();
     let r = run("sess", 1);
-    assert!(sink.write(&simple_run(&r, "m", 5)).is_err());
+    sink.write(&simple_run(&r, "m", 5)).unwrap();
+    assert!(sink.checkpoint().is_err());
     assert_eq!(dir_listing(&dir), ["s.jsonl"]);
     let _ = fs::remove_dir_all(&dir);
 }

@@ -1,0 +1,185 @@
+//! The stages `toolstream bench` measures on the same bytes: the parse floor (memchr line split +
+//! the borrowed stream-json envelope, tool payload left raw), full decoding to canonical events,
+//! and end to end through the actor engine to a null sink, the JSONL trace sink and the pi session
+//! sink. Each stage reads the corpus from disk and runs in its own process, so its peak RSS is
+//! its own.
+
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use serde::{Deserialize, Serialize};
+use toolstream_schemas::cursor_cli::line::Line;
+use toolstream_sinks::jsonl_trace::JsonlTraceSink;
+use toolstream_sinks::{Sink, SinkError};
+
+use crate::decode::framing::{Frame, LineReader};
+use crate::decode::Decoder;
+use crate::pipeline::{Pipeline, PipelineOptions};
+use crate::source::Source;
+
+/// A stage of the benchmark.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum Stage {
+    /// memchr line split + serde_json parse of each line into the borrowed envelope.
+    Floor,
+    /// Full decoding to canonical input events.
+    Decode,
+    /// End to end through the actors to a null sink.
+    E2eNull,
+    /// End to end to the JSONL debug trace sink.
+    E2eJsonl,
+    /// End to end to the pi session sink.
+    E2ePiSession,
+}
+
+impl Stage {
+    pub fn all() -> [Stage; 5] {
+        [Stage::Floor, Stage::Decode, Stage::E2eNull, Stage::E2eJsonl, Stage::E2ePiSession]
+    }
+
+    pub fn label(self) -> &'static str {
+        match self {
+            Stage::Floor => "floor (split + envelope parse)",
+            Stage::Decode => "decode to canonical events",
+            Stage::E2eNull => "end to end → null sink",
+            Stage::E2eJsonl => "end to end → JSONL trace",
+            Stage::E2ePiSession => "end to end → pi session",
+        }
+    }
+}
+
+/// One stage's result.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Measurement {
+    pub stage: Stage,
+    pub bytes: u64,
+    pub lines: u64,
+    /// Input events decoded (0 for the floor, which decodes none).
+    pub events: u64,
+    pub seconds: f64,
+    pub peak_rss_kib: u64,
+}
+
+impl Measurement {
+    pub fn mbps(&self) -> f64 {
+        self.bytes as f64 / 1e6 / self.seconds.max(1e-9)
+    }
+
+    pub fn events_per_s(&self) -> f64 {
+        self.events as f64 / self.seconds.max(1e-9)
+    }
+}
+
+/// Errors of a measurement.
+#[derive(Debug, thiserror::Error)]
+pub enum MeasureError {
+    #[error("cannot read {0}: {1}")]
+    Read(PathBuf, std::io::Error),
+    #[error("{0}")]
+    Engine(#[from] crate::pipeline::PipelineError),
+}
+
+/// Run one stage over `input`.
+pub fn run_stage(stage: Stage, input: &Path, scratch: &Path) -> Result<Measurement, MeasureError> {
+    let started = Instant::now();
+    let (bytes, lines, events) = match stage {
+        Stage::Floor => floor(input)?,
+        Stage::Decode => decode(input)?,
+        Stage::E2eNull => e2e(input, vec![Box::new(NullSink)])?,
+        Stage::E2eJsonl => {
+            let path = scratch.join("bench-trace.jsonl");
+            let sink = JsonlTraceSink::create(&path).map_err(|e| MeasureError::Read(path.clone(), e))?;
+            e2e(input, vec![Box::new(sink)])?
+        }
+        Stage::E2ePiSession => {
+            let path = scratch.join("bench-session.jsonl");
+            e2e(input, vec![pi_session_sink(&path)?])?
+        }
+    };
+    Ok(Measurement {
+        stage,
+        bytes,
+        lines,
+        events,
+        seconds: started.elapsed().as_secs_f64(),
+        peak_rss_kib: peak_rss_kib().unwrap_or(0),
+    })
+}
+
+fn open(input: &Path) -> Result<LineReader<File>, MeasureError> {
+    let f = File::open(input).map_err(|e| MeasureError::Read(input.to_path_buf(), e))?;
+    Ok(LineReader::new(f))
+}
+
+/// The floor: split and parse each line into the borrowed envelope, tool payload left raw.
+fn floor(input: &Path) -> Result<(u64, u64, u64), MeasureError> {
+    let mut reader = open(input)?;
+    let mut lines = 0u64;
+    let mut parsed = 0u64;
+    while let Some(frame) = reader.next_frame().map_err(|e| MeasureError::Read(input.to_path_buf(), e))? {
+        lines += 1;
+        if let Frame::Line { bytes, .. } = frame {
+            if let Ok(text) = std::str::from_utf8(bytes) {
+                if let Ok(line) = Line::parse(text) {
+                    parsed += u64::from(line.tool_call.is_some() || !line.kind.is_empty());
+                }
+            }
+        }
+    }
+    std::hint::black_box(parsed);
+    Ok((reader.position(), lines, 0))
+}
+
+/// Full decoding to canonical input events, single-threaded.
+fn decode(input: &Path) -> Result<(u64, u64, u64), MeasureError> {
+    let mut reader = open(input)?;
+    let mut decoder = Decoder::new(input.display().to_string(), None);
+    let mut out = Vec::new();
+    let (mut lines, mut events) = (0u64, 0u64);
+    while let Some(frame) = reader.next_frame().map_err(|e| MeasureError::Read(input.to_path_buf(), e))? {
+        lines += 1;
+        let _ = decoder.decode_frame(frame, &mut out);
+        events += out.len() as u64;
+        out.clear();
+    }
+    Ok((reader.position(), lines, events))
+}
+
+/// End to end through the engine with the default number of shards.
+fn e2e(input: &Path, sinks: Vec<Box<dyn Sink>>) -> Result<(u64, u64, u64), MeasureError> {
+    let mut pipeline = Pipeline::new(PipelineOptions::default(), sinks)?;
+    pipeline.run_source(&Source::File(input.to_path_buf()), &mut |_| {})?;
+    let stats = pipeline.finish();
+    Ok((stats.bytes, stats.lines, stats.input_events))
+}
+
+fn pi_session_sink(path: &Path) -> Result<Box<dyn Sink>, MeasureError> {
+    toolstream_sinks::pi_session::PiSessionSink::create(path)
+        .map(|s| Box::new(s) as Box<dyn Sink>)
+        .map_err(|e| MeasureError::Read(path.to_path_buf(), e))
+}
+
+/// A sink that discards everything.
+pub struct NullSink;
+
+impl Sink for NullSink {
+    fn name(&self) -> &'static str {
+        "null"
+    }
+    fn write(&mut self, batch: &[toolstream_schemas::OutputEvent]) -> Result<(), SinkError> {
+        std::hint::black_box(batch);
+        Ok(())
+    }
+    fn flush(&mut self) -> Result<(), SinkError> {
+        Ok(())
+    }
+}
+
+/// Peak resident set size of this process (Linux `VmHWM`), in KiB.
+pub fn peak_rss_kib() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}

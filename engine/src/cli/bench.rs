@@ -1,0 +1,191 @@
+//! `toolstream bench`: generate (or take) a recorded high-volume corpus, then measure every stage
+//! on the same bytes in one run, each in its own child process, and report MB/s, events/s, each
+//! stage's ratio to the parse floor, and peak RSS. `--json` ends with one JSON object.
+
+use std::io::{BufWriter, IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::{bail, Context};
+use clap::Args;
+use serde_json::json;
+
+use super::ByteSize;
+use crate::bench::corpus::{self, CorpusSpec};
+use crate::bench::measure::{run_stage, Measurement, Stage};
+
+#[derive(Debug, Args)]
+pub struct BenchArgs {
+    /// Size of the corpus to generate (ignored with --input).
+    #[arg(long, value_name = "SIZE", default_value = "200MB")]
+    pub size: ByteSize,
+    /// Measure this stream-json file instead of a generated corpus.
+    #[arg(long, value_name = "FILE")]
+    pub input: Option<PathBuf>,
+    /// Recorded runs to build the corpus from (default: ../shared/fixtures/cursor-cli when it
+    /// exists, else ./examples).
+    #[arg(long, value_name = "DIR")]
+    pub templates: Option<PathBuf>,
+    /// Concurrent sessions interleaved in the corpus.
+    #[arg(long, default_value_t = 64)]
+    pub sessions: usize,
+    /// Seed of the corpus generator (same seed, same bytes).
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Stages to measure (default: all).
+    #[arg(long = "stage", value_enum)]
+    pub stages: Vec<Stage>,
+    /// Print one JSON object as the last line.
+    #[arg(long)]
+    pub json: bool,
+    /// Keep the generated corpus at this path.
+    #[arg(long, value_name = "FILE")]
+    pub keep_corpus: Option<PathBuf>,
+    /// Internal: run one stage in this process and print its measurement as JSON.
+    #[arg(long, hide = true, value_enum)]
+    pub child_stage: Option<Stage>,
+    /// Internal: scratch directory for a child stage's output files.
+    #[arg(long, hide = true)]
+    pub scratch: Option<PathBuf>,
+}
+
+pub fn run(args: BenchArgs) -> anyhow::Result<i32> {
+    if let Some(stage) = args.child_stage {
+        let input = args.input.as_deref().context("--child-stage needs --input")?;
+        let scratch = args.scratch.clone().unwrap_or_else(std::env::temp_dir);
+        let m = run_stage(stage, input, &scratch)?;
+        println!("{}", serde_json::to_string(&m)?);
+        return Ok(0);
+    }
+    let scratch = std::env::temp_dir().join(format!("toolstream-bench-{}", std::process::id()));
+    std::fs::create_dir_all(&scratch)?;
+    let result = measure_all(&args, &scratch);
+    let _ = std::fs::remove_dir_all(&scratch);
+    result
+}
+
+fn measure_all(args: &BenchArgs, scratch: &Path) -> anyhow::Result<i32> {
+    let corpus_path = match &args.input {
+        Some(p) => p.clone(),
+        None => {
+            let path = args.keep_corpus.clone().unwrap_or_else(|| scratch.join("corpus.jsonl"));
+            generate_corpus(args, &path)?;
+            path
+        }
+    };
+    let stages: Vec<Stage> = if args.stages.is_empty() { Stage::all().to_vec() } else { args.stages.clone() };
+    let exe = std::env::current_exe()?;
+    let mut results: Vec<Measurement> = Vec::new();
+    for stage in stages {
+        progress(&format!("measuring {}…", stage.label()));
+        let out = Command::new(&exe)
+            .arg("bench")
+            .arg("--child-stage")
+            .arg(stage_arg(stage))
+            .arg("--input")
+            .arg(&corpus_path)
+            .arg("--scratch")
+            .arg(scratch)
+            .output()?;
+        if !out.status.success() {
+            bail!("stage {} failed: {}", stage.label(), String::from_utf8_lossy(&out.stderr));
+        }
+        let m: Measurement = serde_json::from_slice(out.stdout.trim_ascii())
+            .with_context(|| format!("stage {} printed no measurement", stage.label()))?;
+        results.push(m);
+    }
+    print_report(&results, args.json);
+    Ok(0)
+}
+
+fn stage_arg(stage: Stage) -> &'static str {
+    match stage {
+        Stage::Floor => "floor",
+        Stage::Decode => "decode",
+        Stage::E2eNull => "e2e-null",
+        Stage::E2eJsonl => "e2e-jsonl",
+        Stage::E2ePiSession => "e2e-pi-session",
+    }
+}
+
+fn generate_corpus(args: &BenchArgs, path: &Path) -> anyhow::Result<()> {
+    let dir = match &args.templates {
+        Some(d) => d.clone(),
+        None => {
+            let shared = PathBuf::from("../shared/fixtures/cursor-cli");
+            if shared.is_dir() {
+                shared
+            } else {
+                PathBuf::from("examples")
+            }
+        }
+    };
+    let templates = corpus::templates_from_dir(&dir).with_context(|| format!("reading runs from {}", dir.display()))?;
+    if templates.is_empty() {
+        bail!("no recorded stream-json runs in {}", dir.display());
+    }
+    progress(&format!(
+        "generating a {} corpus from {} recorded runs ({} KiB) in {}, {} concurrent sessions, seed {}…",
+        args.size,
+        templates.len(),
+        corpus::template_bytes(&templates) / 1024,
+        dir.display(),
+        args.sessions,
+        args.seed
+    ));
+    let file = std::fs::File::create(path).with_context(|| format!("creating {}", path.display()))?;
+    let mut out = BufWriter::with_capacity(1 << 20, file);
+    let spec = CorpusSpec { target_bytes: args.size.0, concurrency: args.sessions, seed: args.seed };
+    let stats = corpus::generate(&templates, &spec, &mut out)?;
+    out.flush()?;
+    progress(&format!(
+        "corpus: {} MB, {} lines, {} runs, {} calls",
+        stats.bytes / 1_000_000,
+        stats.lines,
+        stats.runs,
+        stats.calls
+    ));
+    Ok(())
+}
+
+fn progress(msg: &str) {
+    if std::io::stderr().is_terminal() || std::env::var_os("TOOLSTREAM_BENCH_PROGRESS").is_some() {
+        eprintln!("toolstream bench: {msg}");
+    }
+}
+
+fn print_report(results: &[Measurement], json: bool) {
+    let floor = results.iter().find(|m| m.stage == Stage::Floor).map(Measurement::mbps);
+    println!("{:<34} {:>10} {:>14} {:>9} {:>10} {:>8}", "stage", "MB/s", "events/s", "× floor", "peak RSS", "seconds");
+    for m in results {
+        let ratio = floor.map_or("-".to_owned(), |f| format!("{:.2}", m.mbps() / f));
+        let events = if m.events == 0 { "-".to_owned() } else { format!("{:.0}", m.events_per_s()) };
+        println!(
+            "{:<34} {:>10.1} {:>14} {:>9} {:>7} MiB {:>8.2}",
+            m.stage.label(),
+            m.mbps(),
+            events,
+            ratio,
+            m.peak_rss_kib / 1024,
+            m.seconds
+        );
+    }
+    if json {
+        let get = |s: Stage| results.iter().find(|m| m.stage == s);
+        let mbps = |s: Stage| get(s).map(Measurement::mbps);
+        let e2e_events = get(Stage::E2eNull).or(get(Stage::Decode)).map(Measurement::events_per_s);
+        let peak = results.iter().filter(|m| m.stage != Stage::Floor).map(|m| m.peak_rss_kib).max().unwrap_or(0);
+        let obj = json!({
+            "floor_mbps": mbps(Stage::Floor),
+            "decode_mbps": mbps(Stage::Decode),
+            "e2e_null_mbps": mbps(Stage::E2eNull),
+            "e2e_jsonl_mbps": mbps(Stage::E2eJsonl),
+            "e2e_pi_session_mbps": mbps(Stage::E2ePiSession),
+            "events_per_s": e2e_events,
+            "peak_rss_mib": peak as f64 / 1024.0,
+            "bytes": results.first().map(|m| m.bytes),
+            "stages": results,
+        });
+        println!("{obj}");
+    }
+}

@@ -1,0 +1,33 @@
+//! `toolstream bench` on a small generated corpus: every stage runs and the JSON report carries
+//! the keys the performance issue names. (Throughput itself is measured, never asserted.)
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+
+#[test]
+fn bench_reports_every_stage_as_json() {
+    let templates = common::example("");
+    let run = common::toolstream(
+        &["bench", "--size", "2MB", "--sessions", "8", "--templates", templates.to_str().unwrap(), "--json"],
+        None,
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let last = run.stdout.lines().last().unwrap();
+    let v: serde_json::Value = serde_json::from_str(last).unwrap();
+    for key in [
+        "floor_mbps",
+        "decode_mbps",
+        "e2e_null_mbps",
+        "e2e_jsonl_mbps",
+        "e2e_pi_session_mbps",
+        "events_per_s",
+        "peak_rss_mib",
+    ] {
+        assert!(v[key].as_f64().is_some_and(|x| x > 0.0), "{key} in {last}");
+    }
+    // Every stage read the same bytes.
+    let stages = v["stages"].as_array().unwrap();
+    assert_eq!(stages.len(), 5);
+    assert!(stages.iter().all(|s| s["bytes"] == stages[0]["bytes"]));
+    assert!(stages[0]["bytes"].as_u64().unwrap() >= 2_000_000);
+}

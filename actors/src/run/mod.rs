@@ -53,7 +53,13 @@ impl Default for CoordinatorConfig {
 #[derive(Debug, Default)]
 pub struct Coordinator {
     cfg: CoordinatorConfig,
+    /// Sessions with an open run (entries are retired when their run closes: memory follows
+    /// open runs, not every session ever seen).
     sessions: HashMap<Arc<str>, Session>,
+    /// Run counters of sessions whose run closed, so a session's next run gets the next number.
+    /// Bounded: past [`RETIRED_MAX`] sessions it starts over (a session seen again after that
+    /// many others numbers its runs from 1 again).
+    retired: HashMap<Arc<str>, u32>,
     /// Runs closed so far (for stats).
     closed: u64,
     /// Where diagnostics that belong to no run go (decode errors, …).
@@ -109,8 +115,19 @@ impl Coordinator {
                     self.late(&other_name(&other), other.at_ms().unwrap_or(0), None, out);
                     return;
                 }
-                run_for(&mut self.sessions, &self.cfg, &session, other.at_ms(), out).on_item(other, out);
+                run_for(&mut self.sessions, &mut self.retired, &self.cfg, &session, other.at_ms(), out)
+                    .on_item(other, out);
             }
+        }
+    }
+
+    /// Drop a session's entry once its run closed, keeping its run counter.
+    fn retire(&mut self, key: &Arc<str>) {
+        if let Some(s) = self.sessions.remove(key) {
+            if self.retired.len() >= RETIRED_MAX {
+                self.retired.clear();
+            }
+            self.retired.insert(key.clone(), s.runs_started);
         }
     }
 
@@ -137,7 +154,8 @@ impl Coordinator {
 
     fn on_input(&mut self, ev: InputEvent, out: &mut Vec<OutputEvent>) {
         let t = ev.at_ms;
-        let had_runs = self.sessions.get(&ev.session).is_some_and(|s| s.runs_started > 0);
+        let had_runs = self.sessions.get(&ev.session).is_some_and(|s| s.runs_started > 0)
+            || self.retired.contains_key(&ev.session);
         if had_runs && !self.is_open(&ev.session) && !opens_run(&ev.kind) {
             let raw = match &ev.kind {
                 Input::Raw { value, .. } => serde_json::from_str(value.get()).ok(),
@@ -147,7 +165,7 @@ impl Coordinator {
             return;
         }
         if let Input::RunStarted(_) = ev.kind {
-            let session = self.sessions.entry(ev.session.clone()).or_default();
+            let session = session_entry(&mut self.sessions, &mut self.retired, &ev.session);
             if let Some(mut prev) = session.open.take() {
                 // A new run began before this one's `result`: it ended without one.
                 if let Some(t) = t {
@@ -158,11 +176,9 @@ impl Coordinator {
             }
         }
         let session_key = ev.session.clone();
-        let run = run_for(&mut self.sessions, &self.cfg, &session_key, t, out);
+        let run = run_for(&mut self.sessions, &mut self.retired, &self.cfg, &session_key, t, out);
         if run.on_input(&self.cfg, ev, out) {
-            if let Some(s) = self.sessions.get_mut(&session_key) {
-                s.open = None;
-            }
+            self.retire(&session_key);
             self.closed += 1;
         }
     }
@@ -203,10 +219,25 @@ impl Coordinator {
         for k in keys {
             if let Some(mut run) = self.sessions.get_mut(&k).and_then(|s| s.open.take()) {
                 run.close(&self.cfg, end(), out);
+                self.retire(&k);
                 self.closed += 1;
             }
         }
     }
+}
+
+/// Most retired sessions whose run counters are kept.
+const RETIRED_MAX: usize = 8_192;
+
+/// A session's entry, created (with its retired run counter) when it has none.
+fn session_entry<'a>(
+    sessions: &'a mut HashMap<Arc<str>, Session>,
+    retired: &mut HashMap<Arc<str>, u32>,
+    session: &Arc<str>,
+) -> &'a mut Session {
+    sessions
+        .entry(session.clone())
+        .or_insert_with(|| Session { runs_started: retired.remove(session).unwrap_or(0), open: None })
 }
 
 /// Whether an input event is model activity that begins (or implicitly opens) a run; anything
@@ -249,12 +280,13 @@ fn other_name(item: &Item) -> String {
 /// time (an item without one happens at the run's current time).
 fn run_for<'a>(
     sessions: &'a mut HashMap<Arc<str>, Session>,
+    retired: &mut HashMap<Arc<str>, u32>,
     cfg: &CoordinatorConfig,
     session: &Arc<str>,
     t: Option<u64>,
     out: &mut Vec<OutputEvent>,
 ) -> &'a mut Run {
-    let s = sessions.entry(session.clone()).or_default();
+    let s = session_entry(sessions, retired, session);
     let run = s.open.get_or_insert_with(|| {
         s.runs_started += 1;
         Run::new(session.clone(), s.runs_started, t.unwrap_or(0))

@@ -255,8 +255,13 @@ pub fn templates_from_dir(dir: &Path) -> io::Result<Vec<Template>> {
             continue;
         }
         let text = std::fs::read_to_string(&f)?;
-        // Only Cursor CLI stream-json runs (lines with a `type`).
-        if text.lines().next().is_some_and(|l| l.contains("\"type\"")) {
+        // Only complete Cursor CLI stream-json runs: lines with a `type`, ending with `result`.
+        // A truncated capture replayed thousands of times would be thousands of runs that never
+        // end, held open to the end of input: not what a fleet of agents sends.
+        let is_cli = text.lines().next().is_some_and(|l| l.contains("\"type\""));
+        let complete =
+            text.lines().rev().find(|l| !l.trim().is_empty()).is_some_and(|l| l.contains("\"type\":\"result\""));
+        if is_cli && complete {
             out.extend(Template::compile(&name, &text));
         }
     }

@@ -2,8 +2,6 @@
 //! UUID v7 from the first event time plus hash bits, and unique 8-hex entry ids from hashes —
 //! never the wall clock or a random source, so a replay writes the same file every time.
 
-use std::collections::HashSet;
-
 use toolstream_schemas::ids::hash8;
 
 /// `2026-11-22T06:59:00.123Z` for unix ms (UTC, as JavaScript's `toISOString`).
@@ -51,36 +49,35 @@ pub fn uuid_v7(ms: u64, seed: &str) -> String {
     )
 }
 
-/// Hands out unique 8-hex entry ids: `hash8("<seed>/<n>")` for the n-th entry, re-hashed on the
-/// (unlikely) collision.
+/// Hands out unique 8-hex entry ids, derived from the session and a counter.
 #[derive(Clone, Debug, Default)]
 pub struct EntryIds {
-    seed: String,
-    next: u64,
-    used: HashSet<String>,
+    /// Mixed into every id, from the session id.
+    key: u32,
+    next: u32,
 }
 
 impl EntryIds {
     pub fn new(seed: &str) -> Self {
-        EntryIds { seed: seed.to_owned(), next: 0, used: HashSet::new() }
+        let h = hash8(seed);
+        EntryIds { key: u32::from_str_radix(&h, 16).unwrap_or(0), next: 0 }
     }
 
+    /// The next id: an odd-multiplier permutation of a counter, offset by the session's key — a
+    /// bijection on 32 bits, so ids never repeat (for 2³² entries) without remembering them.
     pub fn next_id(&mut self) -> String {
         let n = self.next;
-        self.next += 1;
-        let mut id = hash8(&format!("{}/{n}", self.seed));
-        let mut retry = 0u32;
-        while self.used.contains(&id) {
-            retry += 1;
-            id = hash8(&format!("{}/{n}/{retry}", self.seed));
-        }
-        self.used.insert(id.clone());
-        id
+        self.next = self.next.wrapping_add(1);
+        let x = n.wrapping_mul(0x9E37_79B1).wrapping_add(self.key);
+        let x = (x ^ (x >> 15)).wrapping_mul(0x2C1B_3C6D); // still a bijection: xorshift, odd multiply
+        format!("{:08x}", x ^ (x >> 12))
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use std::collections::HashSet;
+
     use super::*;
 
     #[test]

@@ -7,6 +7,7 @@ pub mod cli;
 pub mod clock;
 pub mod config;
 pub mod decode;
+pub mod pi_provider;
 pub mod pipeline;
 pub mod sequencer;
 pub mod shard;

@@ -1,14 +1,19 @@
-//! Input sources: a file or standard input (`-`), opened for reading as one byte stream each.
+//! Input sources: a file, standard input (`-`), or a byte stream handed over by the caller (the
+//! output of a spawned `cursor-agent`, say), opened for reading as one byte stream each.
 
+use std::fmt;
 use std::fs::File;
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
 /// Where a stream comes from.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Source {
     Stdin,
     File(PathBuf),
+    /// A stream read once, as live input (flushed line by line, with ticks).
+    Live(LiveInput),
 }
 
 impl Source {
@@ -21,23 +26,59 @@ impl Source {
         }
     }
 
-    /// The name used in messages (`<stdin>` or the path as given).
+    /// The name used in messages (`<stdin>`, the path as given, or the live stream's name).
     pub fn name(&self) -> String {
         match self {
             Source::Stdin => "<stdin>".into(),
             Source::File(p) => p.display().to_string(),
+            Source::Live(l) => l.name.clone(),
         }
     }
 
     /// Whether events should be flushed to sinks as soon as each line is read (live input).
     pub fn is_live(&self) -> bool {
-        matches!(self, Source::Stdin)
+        matches!(self, Source::Stdin | Source::Live(_))
     }
 
     pub fn open(&self) -> io::Result<Box<dyn Read + Send>> {
         match self {
             Source::Stdin => Ok(Box::new(io::stdin())),
             Source::File(p) => Ok(Box::new(File::open(p)?)),
+            Source::Live(l) => l.take(),
         }
     }
 }
+
+/// A byte stream the caller already has (a child process's stdout, a pipe): it can be opened,
+/// and so read, once.
+#[derive(Clone)]
+pub struct LiveInput {
+    name: String,
+    reader: Arc<Mutex<Option<Box<dyn Read + Send>>>>,
+}
+
+impl LiveInput {
+    pub fn new(name: impl Into<String>, reader: Box<dyn Read + Send>) -> Self {
+        LiveInput { name: name.into(), reader: Arc::new(Mutex::new(Some(reader))) }
+    }
+
+    fn take(&self) -> io::Result<Box<dyn Read + Send>> {
+        let taken = self.reader.lock().ok().and_then(|mut r| r.take());
+        taken.ok_or_else(|| io::Error::other(format!("{} was already read", self.name)))
+    }
+}
+
+impl fmt::Debug for LiveInput {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("LiveInput").field("name", &self.name).finish_non_exhaustive()
+    }
+}
+
+/// The same stream (not just the same name).
+impl PartialEq for LiveInput {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.reader, &other.reader)
+    }
+}
+
+impl Eq for LiveInput {}

@@ -4,7 +4,8 @@
 //! Per run: `MessageStarted … MessageEnded` is one assistant message. `Text` deltas form text
 //! blocks, `Thinking` deltas and lifecycle lines (as `"<title>: <label>\n"`) form thinking
 //! blocks, `BlockEnded` closes the open block, and each `Card` becomes one `toolCall` block
-//! (id = the card's replay id, name = its pi tool, arguments = its replay args) plus the
+//! (id = the card's replay id, name = its pi tool, arguments = its replay args fitted to that
+//! tool's schema by `pi_args`, or a neutral `cursor` card when they cannot fit) plus the
 //! `toolResult` message that answers it (the recorded content, details and error flag).
 //!
 //! pi only pairs tool calls with results when they end a `toolUse` message: its agent loop never
@@ -23,6 +24,7 @@ use std::sync::Arc;
 use serde_json::Value;
 use toolstream_schemas::{Card, Output, OutputEvent, RunId, RunStatus, StopReason, Usage};
 
+use super::pi_args;
 use super::wire::{
     stop_reason_name, AssistantMessage, ContentBlock, PiUsage, TextContent, ToolCall, ToolResultMessage, UNKNOWN_MODEL,
 };
@@ -226,8 +228,10 @@ impl RunState {
     fn card(&mut self, streaming: bool, card: &Card, at: u64, out: &mut Vec<Step>) {
         let b = self.current(at, out);
         b.close_block(streaming, out);
-        let call = ToolCall { id: card.replay_id.clone(), name: card.pi_tool.clone(), arguments: object(&card.args) };
+        let pi = pi_args::fit(&card.pi_tool, object(&card.args), &card.title, &card.summary, &card.details);
+        let call = ToolCall { id: card.replay_id.clone(), name: pi.name, arguments: pi.arguments };
         let index = b.message.content.len();
+        let tool_name = call.name.clone();
         b.message.content.push(ContentBlock::ToolCall(call.clone()));
         if streaming {
             out.push(Step::ToolCall { index, call });
@@ -235,9 +239,9 @@ impl RunState {
         b.results.push(ToolResultMessage {
             role: "toolResult",
             tool_call_id: card.replay_id.clone(),
-            tool_name: card.pi_tool.clone(),
+            tool_name,
             content: vec![TextContent::new(card.content.as_str())],
-            details: card.details.clone(),
+            details: pi.details,
             is_error: card.is_error,
             // Set when the message ends: pi runs the tools after its message.
             timestamp: 0,

@@ -11,7 +11,8 @@
 //!   thinking text `"<title>: <label>\n"`);
 //!   `toolcall_start{toolCall}`, one `toolcall_delta{delta}` whose `delta` is the JSON text of the
 //!   arguments, `toolcall_end{toolCall}` with the parsed `arguments` — one tool call per card,
-//!   id = the card's replay id, name = its pi tool;
+//!   id = the card's replay id, name = its pi tool, arguments fitted to that tool's schema
+//!   (`pi_args`: pi rejects a call whose arguments do not validate, before it runs the tool);
 //! - exactly one terminal line: `{"type":"done","reason":"stop"|"toolUse","message":…}` or
 //!   `{"type":"error","reason":"error"|"aborted","error":…}`, carrying the full `AssistantMessage`
 //!   (content, complete `usage` with `cost`, `stopReason`, `timestamp`, and `errorMessage` on
@@ -39,6 +40,7 @@
 //! The stream is meant for one run at a time (one pi request); lines carry no run id.
 
 pub(crate) mod assemble;
+pub(crate) mod pi_args;
 #[cfg(test)]
 pub(crate) mod testutil;
 pub(crate) mod wire;
@@ -194,6 +196,23 @@ impl<W: Write + Send> PiEventsSink<W> {
             Step::ToolResults { results, .. } => self.line(&Line::ToolResults { results }),
         }
     }
+}
+
+/// The lines of a message that failed before any Cursor run could deliver one (a provider whose
+/// source never started, say): `start`, then `error{reason: "error"|"aborted", error}` with
+/// `errorMessage` = `message`, no content and zero usage. Each line ends with `\n`.
+pub fn failed_message_lines(model: &str, timestamp: u64, aborted: bool, message: &str) -> String {
+    let partial = AssistantMessage::empty(model, timestamp);
+    let mut failed = partial.clone();
+    failed.stop_reason = if aborted { "aborted" } else { "error" };
+    failed.error_message = Some(message.to_owned());
+    let mut out = String::new();
+    for line in [Line::Start { partial: &partial }, Line::Error { reason: failed.stop_reason, error: &failed }] {
+        // Serializing these plain structs cannot fail.
+        out.push_str(&serde_json::to_string(&line).unwrap_or_default());
+        out.push('\n');
+    }
+    out
 }
 
 impl<W: Write + Send> Sink for PiEventsSink<W> {

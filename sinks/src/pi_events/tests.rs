@@ -229,3 +229,27 @@ fn interleaved_runs_keep_their_own_messages() {
         .collect();
     assert_eq!(done, [("m-a", "A"), ("m-b", "B")]);
 }
+
+#[test]
+fn a_failed_message_is_a_start_and_one_error_line() {
+    let text = failed_message_lines("auto", 7, false, "cursor-agent exited with status 1: not logged in");
+    assert!(text.ends_with('\n'));
+    let out = lines(text.as_bytes());
+    assert_eq!(out.len(), 2);
+    assert_eq!(out[0]["type"], "start");
+    assert_eq!(out[0]["partial"]["content"], json!([]));
+    assert_eq!(out[1]["type"], "error");
+    assert_eq!(out[1]["reason"], "error");
+    let m = &out[1]["error"];
+    assert_eq!(
+        (m["stopReason"].as_str(), m["model"].as_str(), m["timestamp"].as_u64()),
+        (Some("error"), Some("auto"), Some(7))
+    );
+    assert_eq!(m["errorMessage"], "cursor-agent exited with status 1: not logged in");
+    assert_eq!(m["usage"]["cost"]["total"], 0);
+    let aborted = lines(failed_message_lines("auto", 7, true, "Cursor run aborted").as_bytes());
+    assert_eq!(
+        (aborted[1]["reason"].as_str(), aborted[1]["error"]["stopReason"].as_str()),
+        (Some("aborted"), Some("aborted"))
+    );
+}

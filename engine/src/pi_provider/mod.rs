@@ -1,0 +1,306 @@
+//! `toolstream pi-provider`: the backend of the pi extension (`integrations/pi`), one process per
+//! Cursor run, speaking JSON lines on stdin/stdout. The README section "pi provider protocol" is
+//! the public description; in short:
+//!
+//! **Input** (stdin), one JSON object per line:
+//! - first, `{"type":"request","model","context":{messages,tools,systemPrompt?},"cwd",
+//!   "source":{"kind":"replay","path","realtime"?} | {"kind":"cursor-agent","args"?}}`;
+//! - then, for every replay tool call delivered, pi's result for it:
+//!   `{"type":"tool_result","toolCallId",…}` (a pi-ai `ToolResultMessage`; `role` optional);
+//! - `{"type":"abort"}` at any time. The end of stdin counts as `abort`.
+//!
+//! **Output** (stdout, nothing else ever goes there): the lines of the pi live-events sink
+//! (`toolstream_sinks::pi_events`): per assistant message `start`, block events, exactly one
+//! `done{reason: stop|toolUse}` or `error{reason: error|aborted}`; after a `toolUse` message its
+//! `tool_results` line (the recorded result of each replay call). Then delivery **pauses** until
+//! every call of that message has its `tool_result`, so each pi provider call reads exactly one
+//! message. After the last message (`stop` or `error`) the process exits.
+//!
+//! Why one process per run, not one per provider call: pi calls its provider once per assistant
+//! message, but a Cursor run is one `cursor-agent` invocation that cannot be restarted half-way
+//! (its tools already ran) nor paused; so the run lives in one process from its request to its
+//! last message, and the gate (`gate`) hands it out one message per call. Recordings are served
+//! the same way so that the two sources cannot drift apart.
+//!
+//! Failures never break the stream: a source that cannot start, a recording without a run, a
+//! `cursor-agent` that exits non-zero (its scrubbed stderr is the error, SPEC §1.1 rule 10) all
+//! end as an `error` message. Exit status: 0 when the run ended with `stop`, 1 when it ended
+//! with `error` (or stdout went away), 2 for a bad request, 130 after `abort`.
+
+pub mod cursor_agent;
+pub mod gate;
+pub mod protocol;
+pub mod sink;
+
+use std::io::{self, BufRead, Write};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use toolstream_actors::present::scrub::Scrubber;
+use toolstream_sinks::jsonl_trace::JsonlTraceSink;
+use toolstream_sinks::pi_events::failed_message_lines;
+use toolstream_sinks::Sink;
+
+use crate::config::Config;
+use crate::pipeline::{Canceller, Pipeline, PipelineError, PipelineOptions};
+use crate::source::Source;
+use cursor_agent::{AgentCommand, AgentProcess};
+use gate::{Ack, Gate, Outcome};
+use protocol::{InLine, Request, SourceSpec};
+use sink::ProviderSink;
+
+/// The model named in failure messages when the request named none.
+const NO_MODEL: &str = "unknown";
+
+/// How the provider runs.
+pub struct ProviderOptions {
+    /// Engine settings (shards are forced to 1: one run).
+    pub pipeline: PipelineOptions,
+    pub config: Config,
+    /// Replay recordings at their recorded pace, whatever the request says.
+    pub realtime: bool,
+    /// The cursor-agent binary (default: `$TOOLSTREAM_CURSOR_AGENT`, then `cursor-agent`).
+    pub cursor_agent: Option<PathBuf>,
+}
+
+/// Serve one request on stdin/stdout; returns the exit status.
+pub fn serve(opts: ProviderOptions) -> i32 {
+    let gate = Arc::new(Gate::new(Box::new(io::stdout())));
+    let scrubber = opts.pipeline.shard.scrubber.clone();
+    let mut input = io::BufReader::new(io::stdin());
+    let request = match read_request(&mut input) {
+        Ok(r) => r,
+        Err(msg) => return fail(&gate, &scrubber, NO_MODEL, &msg, 2),
+    };
+    let model = request.model.clone().filter(|m| !m.trim().is_empty()).unwrap_or_else(|| NO_MODEL.to_owned());
+
+    let delivered = Arc::new(AtomicBool::new(false));
+    let mut sinks: Vec<Box<dyn Sink>> = vec![Box::new(ProviderSink::new(gate.clone(), delivered.clone()))];
+    if opts.config.trace_enabled.value {
+        let path = &opts.config.trace_file.value;
+        match JsonlTraceSink::create_with_limit(path, opts.config.trace_limit_bytes.value) {
+            Ok(t) => sinks.push(Box::new(t)),
+            Err(e) => tracing::warn!("cannot create trace file {}: {e}", path.display()),
+        }
+    }
+    let mut popts = opts.pipeline;
+    popts.shards = 1;
+    let (source, agent) = match open_source(&request, opts.cursor_agent.clone()) {
+        Ok(s) => s,
+        Err((msg, code)) => return fail(&gate, &scrubber, &model, &msg, code),
+    };
+    popts.realtime = matches!(request.source, SourceSpec::Replay { realtime: true, .. })
+        || (opts.realtime && matches!(request.source, SourceSpec::Replay { .. }));
+    let mut pipeline = match Pipeline::new(popts, sinks) {
+        Ok(p) => p,
+        Err(e) => {
+            if let Some(a) = &agent {
+                a.kill();
+            }
+            return fail(&gate, &scrubber, &model, &e.to_string(), 1);
+        }
+    };
+    let canceller = pipeline.canceller();
+    let stopper = Stopper { gate: gate.clone(), agent: agent.clone(), canceller: canceller.clone() };
+    if let Err(e) = std::thread::Builder::new().name("pi-provider-input".into()).spawn(move || control(input, &stopper))
+    {
+        tracing::error!("cannot read the protocol input: {e}");
+    }
+
+    let mut report = |e: &crate::decode::DecodeError| eprintln!("toolstream: {e}");
+    let result = pipeline.run_source(&source, &mut report);
+    if let Err(e) = &result {
+        if !matches!(e, PipelineError::Cancelled) {
+            eprintln!("toolstream: {e}");
+        }
+    }
+    let stats = pipeline.finish();
+    for e in &stats.sink_errors {
+        eprintln!("toolstream: sink error: {e}");
+    }
+    if stats.decode_errors > 0 {
+        eprintln!("toolstream: {} line(s) could not be decoded ({} lines read)", stats.decode_errors, stats.lines);
+    }
+    if let Some(a) = &agent {
+        a.kill();
+    }
+    if !delivered.load(Ordering::SeqCst) && !canceller.is_cancelled() {
+        let msg = agent
+            .as_ref()
+            .and_then(|a| a.unreported_failure())
+            .or_else(|| result.as_ref().err().map(ToString::to_string))
+            .unwrap_or_else(|| match &request.source {
+                SourceSpec::Replay { path, .. } => format!("{} holds no Cursor run", path.display()),
+                SourceSpec::CursorAgent { .. } => "cursor-agent ended without starting a run".to_owned(),
+            });
+        return fail(&gate, &scrubber, &model, &msg, 1);
+    }
+    gate.end_input();
+    exit_code(&gate.wait())
+}
+
+fn exit_code(outcome: &Outcome) -> i32 {
+    match outcome {
+        Outcome::Finished { last_reason } if last_reason.as_deref() == Some("stop") => 0,
+        Outcome::Finished { .. } | Outcome::OutputGone => 1,
+        Outcome::Aborted => 130,
+    }
+}
+
+/// Deliver one failed message (`start` + `error`) and nothing else; returns `code`.
+fn fail(gate: &Gate, scrubber: &Scrubber, model: &str, msg: &str, code: i32) -> i32 {
+    eprintln!("toolstream: {}", scrubber.scrub(msg));
+    let lines = failed_message_lines(model, now_ms(), false, &scrubber.scrub(msg));
+    gate.push_lines(lines.lines().map(str::to_owned));
+    gate.end_input();
+    match gate.wait() {
+        Outcome::Aborted => 130,
+        _ => code,
+    }
+}
+
+fn now_ms() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
+/// The first non-empty input line, which must be the request.
+fn read_request(input: &mut impl BufRead) -> Result<Request, String> {
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        match input.read_until(b'\n', &mut line) {
+            Ok(0) => return Err("no request: stdin ended before the first line".into()),
+            Ok(_) => {}
+            Err(e) => return Err(format!("cannot read the request: {e}")),
+        }
+        let text = String::from_utf8_lossy(&line);
+        if text.trim().is_empty() {
+            continue;
+        }
+        return match InLine::parse(text.trim()) {
+            Ok(InLine::Request(r)) => Ok(*r),
+            Ok(_) => Err("the first line must be a `request`".into()),
+            Err(e) => Err(format!("bad request: {e}")),
+        };
+    }
+}
+
+/// A source ready to read, with the cursor-agent process behind it if any.
+type Opened = (Source, Option<Arc<AgentProcess>>);
+
+/// The source named by the request (cursor-agent is started here); the error carries the exit
+/// status to use.
+fn open_source(request: &Request, agent_bin: Option<PathBuf>) -> Result<Opened, (String, i32)> {
+    match &request.source {
+        SourceSpec::Replay { path, .. } => match std::fs::File::open(path) {
+            Ok(_) => Ok((Source::File(path.clone()), None)),
+            Err(e) => Err((format!("cannot read the recording {}: {e}", path.display()), 1)),
+        },
+        SourceSpec::CursorAgent { args } => {
+            let prompt = protocol::last_user_text(&request.context.messages)
+                .ok_or(("the request holds no user message to send to cursor-agent".to_owned(), 2))?;
+            let cmd = AgentCommand {
+                bin: cursor_agent::agent_bin(agent_bin.as_deref()),
+                model: request.model.clone(),
+                workspace: request.cwd.clone(),
+                extra_args: args.clone(),
+                prompt,
+            };
+            let (source, process) = cursor_agent::spawn(&cmd).map_err(|m| (m, 1))?;
+            Ok((source, Some(process)))
+        }
+    }
+}
+
+/// What `abort` (or the end of stdin) stops.
+struct Stopper {
+    gate: Arc<Gate>,
+    agent: Option<Arc<AgentProcess>>,
+    canceller: Canceller,
+}
+
+impl Stopper {
+    /// End the open message as aborted, kill cursor-agent, cancel the run, exit with 130.
+    fn abort_and_exit(&self) -> ! {
+        self.gate.abort();
+        if let Some(a) = &self.agent {
+            a.kill();
+        }
+        // Cancelling closes the run in the debug trace; never let it hold up the exit.
+        let canceller = self.canceller.clone();
+        if let Ok(h) = std::thread::Builder::new().name("pi-provider-cancel".into()).spawn(move || canceller.cancel()) {
+            let deadline = Instant::now() + Duration::from_secs(2);
+            while !h.is_finished() && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+        }
+        let _ = io::stdout().flush();
+        std::process::exit(130)
+    }
+}
+
+impl Stopper {
+    /// The client left after the run's last message: give the engine a moment to finish on its
+    /// own (the debug trace, cursor-agent's exit), then stop cursor-agent and exit.
+    fn finish_delivered_run(&self) {
+        let deadline = Instant::now() + FINISH_GRACE;
+        while Instant::now() < deadline {
+            if self.gate.is_finished() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        tracing::debug!("the run was delivered but its source did not end: stopping it");
+        if let Some(a) = &self.agent {
+            a.kill();
+        }
+        let _ = io::stdout().flush();
+        let reason = self.gate.last_reason();
+        std::process::exit(exit_code(&Outcome::Finished { last_reason: reason }))
+    }
+}
+
+/// How long the engine may take to wind down after the run's last message once the client left.
+const FINISH_GRACE: Duration = Duration::from_secs(2);
+
+/// The input after the request: tool results and `abort`.
+fn control(mut input: impl BufRead, stop: &Stopper) {
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        match input.read_until(b'\n', &mut line) {
+            Ok(0) | Err(_) => {
+                if stop.gate.run_delivered() {
+                    stop.finish_delivered_run();
+                }
+                if stop.gate.is_finished() {
+                    return;
+                }
+                tracing::debug!("stdin ended before the run was delivered: aborting");
+                stop.abort_and_exit();
+            }
+            Ok(_) => {}
+        }
+        let text = String::from_utf8_lossy(&line);
+        let text = text.trim();
+        if text.is_empty() {
+            continue;
+        }
+        match InLine::parse(text) {
+            Ok(InLine::ToolResult(r)) => {
+                if stop.gate.ack(&r.tool_call_id) == Ack::Unexpected {
+                    tracing::warn!("a tool_result for a call that is not waiting for one was ignored");
+                } else if r.is_error {
+                    tracing::debug!("pi reported a replay call as failed ({})", r.tool_name.as_deref().unwrap_or("?"));
+                }
+            }
+            Ok(InLine::Abort) => stop.abort_and_exit(),
+            Ok(InLine::Request(_)) => {
+                tracing::warn!("a second request was ignored: one pi-provider process serves one run");
+            }
+            Err(e) => tracing::warn!("an input line that is not part of the protocol was ignored: {e}"),
+        }
+    }
+}

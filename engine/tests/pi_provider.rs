@@ -1,0 +1,985 @@
+//! `toolstream pi-provider` and the pi extension (`integrations/pi`), checked two ways:
+//! - the protocol itself, driving the binary as the extension does: one message per call (the
+//!   provider pauses after each `tool_results` until every call is answered), exactly one
+//!   terminal line per message, `cursor-replay-*` ids, the recorded results, the same messages as
+//!   the pi session sink; `abort`, end of input, failures (as `error` messages), and the
+//!   `cursor-agent` source with a stand-in `cursor-agent` script;
+//! - real pi (`scripts/install-pi` puts it in `.deps/npm`), offline, with a temporary agent dir
+//!   and home: `pi --no-extensions -e integrations/pi --provider cursor --mode json -p …` on
+//!   recorded runs (pi's own events and the session file pi writes hold the run's messages, one
+//!   tool execution per replayed call with its recorded result, the final stop reason), a
+//!   recorded `touch`/`rm`/edit/write that leaves the file system untouched, and an abort in RPC
+//!   mode that ends with `aborted` and leaves no toolstream process behind.
+//!
+//! Without pi the real-pi tests print a note and pass, unless TOOLSTREAM_REQUIRE_PI is set.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+/// Longest any single pi invocation may take.
+const PI_TIMEOUT: Duration = Duration::from_secs(40);
+/// Longest wait for the provider's next line.
+const LINE_TIMEOUT: Duration = Duration::from_secs(15);
+/// pi processes run at once.
+const WORKERS: usize = 4;
+
+fn toolstream_bin() -> &'static str {
+    env!("CARGO_BIN_EXE_toolstream")
+}
+
+fn pi_bin() -> Option<PathBuf> {
+    let pi = Path::new(env!("CARGO_MANIFEST_DIR")).join("../.deps/npm/node_modules/.bin/pi");
+    if pi.exists() {
+        Some(pi)
+    } else {
+        // scripts/test installs pi and sets TOOLSTREAM_REQUIRE_PI: there, absence is a failure.
+        assert!(std::env::var_os("TOOLSTREAM_REQUIRE_PI").is_none(), "{} is absent", pi.display());
+        eprintln!("note: {} is absent (run scripts/install-pi); skipping the real-pi checks", pi.display());
+        None
+    }
+}
+
+fn extension() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../integrations/pi").canonicalize().unwrap()
+}
+
+/// Every fixture capture (when ../shared is present) and the project's examples.
+fn captures() -> Vec<PathBuf> {
+    let mut all = vec![common::example("demo.jsonl"), common::example("sdk-demo.jsonl")];
+    all.extend(common::cli_captures());
+    all
+}
+
+fn name(p: &Path) -> String {
+    p.file_stem().unwrap().to_string_lossy().into_owned()
+}
+
+// ------------------------------------------------------------------------------------------------
+// The provider, driven directly
+// ------------------------------------------------------------------------------------------------
+
+/// A running `toolstream pi-provider`.
+struct Provider {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    lines: Receiver<String>,
+    stderr: Option<std::thread::JoinHandle<String>>,
+}
+
+impl Provider {
+    fn start(envs: &[(&str, &str)]) -> Provider {
+        let mut cmd = Command::new(toolstream_bin());
+        cmd.arg("pi-provider")
+            .env_remove("TOOLSTREAM_REPLAY_REALTIME")
+            .env_remove("CURSOR_API_KEY")
+            .envs(envs.iter().copied())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = cmd.spawn().unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let (tx, lines) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).split(b'\n') {
+                let Ok(line) = line else { break };
+                if tx.send(String::from_utf8(line).unwrap()).is_err() {
+                    break;
+                }
+            }
+        });
+        let mut err = child.stderr.take().unwrap();
+        let stderr = std::thread::spawn(move || {
+            let mut s = String::new();
+            let _ = err.read_to_string(&mut s);
+            s
+        });
+        Provider { stdin: child.stdin.take(), child, lines, stderr: Some(stderr) }
+    }
+
+    fn send(&mut self, v: &Value) {
+        let stdin = self.stdin.as_mut().unwrap();
+        writeln!(stdin, "{v}").unwrap();
+        stdin.flush().unwrap();
+    }
+
+    /// The next line; panics when none comes in time.
+    fn next(&self) -> Value {
+        match self.lines.recv_timeout(LINE_TIMEOUT) {
+            Ok(l) => serde_json::from_str(&l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")),
+            Err(e) => panic!("no line from pi-provider: {e:?}"),
+        }
+    }
+
+    /// Whether stdout stays silent (still open) for `d`.
+    fn quiet_for(&self, d: Duration) -> bool {
+        matches!(self.lines.recv_timeout(d), Err(RecvTimeoutError::Timeout))
+    }
+
+    /// Whether stdout ended (no line before its end).
+    fn at_end(&self) -> bool {
+        matches!(self.lines.recv_timeout(LINE_TIMEOUT), Err(RecvTimeoutError::Disconnected))
+    }
+
+    fn close_stdin(&mut self) {
+        drop(self.stdin.take());
+    }
+
+    /// Exit status within `timeout` (killing it otherwise, and failing).
+    fn wait(&mut self, timeout: Duration) -> i32 {
+        let code = wait_or_kill(&mut self.child, timeout);
+        let stderr = self.stderr.take().map(|h| h.join().unwrap_or_default()).unwrap_or_default();
+        match code {
+            Some(c) => c.unwrap_or(-1),
+            None => panic!("pi-provider did not exit in {timeout:?}; stderr: {stderr}"),
+        }
+    }
+}
+
+impl Drop for Provider {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn request(source: Value, prompt: &str, cwd: &Path) -> Value {
+    json!({
+        "type": "request",
+        "model": "auto",
+        "cwd": cwd,
+        "context": {
+            "systemPrompt": "You are pi.",
+            "messages": [{"role": "user", "content": [{"type": "text", "text": prompt}], "timestamp": 1}],
+            "tools": [{"name": "bash", "description": "run", "parameters": {"type": "object"}}],
+        },
+        "source": source,
+    })
+}
+
+fn replay_source(path: &Path) -> Value {
+    json!({"kind": "replay", "path": path})
+}
+
+/// What one run delivered.
+struct Delivered {
+    lines: Vec<Value>,
+    /// Terminal messages and tool results, in order.
+    messages: Vec<Value>,
+    code: i32,
+}
+
+/// Answer every `tool_results` as pi does (with the recorded results) until the run's last
+/// message; with `check_pause`, also check that nothing comes before the answers.
+fn drive(p: &mut Provider, check_pause: bool) -> Delivered {
+    let mut lines = Vec::new();
+    let mut messages = Vec::new();
+    loop {
+        let l = p.next();
+        lines.push(l.clone());
+        match l["type"].as_str().unwrap() {
+            "done" => {
+                messages.push(l["message"].clone());
+                if l["reason"] != "toolUse" {
+                    break;
+                }
+            }
+            "error" => {
+                messages.push(l["error"].clone());
+                break;
+            }
+            "tool_results" => {
+                let results = l["results"].as_array().unwrap().clone();
+                if check_pause {
+                    assert!(p.quiet_for(Duration::from_millis(300)), "the provider went on before pi's results");
+                }
+                // Answer in reverse order: order does not matter, only that every call is answered.
+                for r in results.iter().rev() {
+                    let mut answer = r.clone();
+                    answer["type"] = "tool_result".into();
+                    p.send(&answer);
+                }
+                messages.extend(results);
+            }
+            _ => {}
+        }
+    }
+    assert!(p.at_end(), "lines after the last message");
+    let code = p.wait(Duration::from_secs(10));
+    Delivered { lines, messages, code }
+}
+
+/// The protocol's shape: every message has one start and exactly one terminal line, block events
+/// only inside messages, `tool_results` right after a `toolUse` message, answering each of its
+/// tool calls in order; replay ids only.
+fn check_protocol(lines: &[Value]) -> Result<(), String> {
+    let mut open: Option<Vec<String>> = None;
+    let mut expect_results: Option<Vec<String>> = None;
+    for l in lines {
+        let t = l["type"].as_str().ok_or("line without type")?;
+        if let Some(ids) = expect_results.take() {
+            if t != "tool_results" {
+                return Err(format!("{t} after a toolUse message instead of its tool_results"));
+            }
+            let got: Vec<String> =
+                l["results"].as_array().unwrap().iter().map(|r| r["toolCallId"].as_str().unwrap().to_owned()).collect();
+            if got != ids {
+                return Err(format!("tool_results {got:?} do not answer the calls {ids:?}"));
+            }
+            continue;
+        }
+        match (t, open.as_mut()) {
+            ("start", None) => open = Some(Vec::new()),
+            ("start", Some(_)) => return Err("start inside a message".into()),
+            ("tool_results", _) => return Err("tool_results without a toolUse message".into()),
+            ("toolcall_end", Some(ids)) => {
+                let id = l["toolCall"]["id"].as_str().unwrap().to_owned();
+                if !id.starts_with("cursor-replay-") {
+                    return Err(format!("tool call id {id} is not a replay id"));
+                }
+                ids.push(id);
+            }
+            ("done" | "error", Some(ids)) => {
+                let m = if t == "done" { &l["message"] } else { &l["error"] };
+                if m["stopReason"] != l["reason"] {
+                    return Err(format!("reason {} but stopReason {}", l["reason"], m["stopReason"]));
+                }
+                let calls: Vec<String> = m["content"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .filter(|b| b["type"] == "toolCall")
+                    .map(|b| b["id"].as_str().unwrap().to_owned())
+                    .collect();
+                if &calls != ids {
+                    return Err("terminal message's tool calls differ from the streamed ones".into());
+                }
+                if l["reason"] == "toolUse" {
+                    expect_results = Some(calls);
+                } else if !calls.is_empty() {
+                    return Err("tool calls in a message that does not end with toolUse".into());
+                }
+                open = None;
+            }
+            (_, None) => return Err(format!("{t} outside a message")),
+            (_, Some(_)) => {}
+        }
+    }
+    if open.is_some() || expect_results.is_some() {
+        return Err("the stream ended inside a message".into());
+    }
+    Ok(())
+}
+
+/// The messages (assistant and tool results) the pi session sink writes for `capture`.
+fn session_messages(capture: &Path) -> Vec<Value> {
+    let dir = common::tempdir();
+    let session = dir.join("s.jsonl");
+    let run = common::toolstream(
+        &["replay", "--sink", &format!("pi-session={}", session.display()), capture.to_str().unwrap()],
+        None,
+    );
+    assert!(run.code == 0 || run.code == 1, "{}: {}", capture.display(), run.stderr);
+    let text = std::fs::read_to_string(&session).unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+    text.lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|e| e["type"] == "message" && e["message"]["role"] != "user")
+        .map(|e| e["message"].clone())
+        .collect()
+}
+
+#[test]
+fn each_call_gets_one_message_and_the_recorded_results() {
+    for capture in captures() {
+        let dir = common::tempdir();
+        let mut p = Provider::start(&[]);
+        p.send(&request(replay_source(&capture), "go", &dir));
+        let d = drive(&mut p, capture.ends_with("demo.jsonl"));
+        check_protocol(&d.lines).unwrap_or_else(|e| panic!("{}: {e}", capture.display()));
+        assert_eq!(d.messages, session_messages(&capture), "{}: provider vs session sink", capture.display());
+        let last = d.messages.last().unwrap();
+        let expected_code = if last["stopReason"] == "stop" { 0 } else { 1 };
+        assert_eq!(d.code, expected_code, "{}", capture.display());
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
+
+#[test]
+fn demo_run_has_its_calls_and_ends_with_stop() {
+    let dir = common::tempdir();
+    let mut p = Provider::start(&[]);
+    p.send(&request(replay_source(&common::example("demo.jsonl")), "go", &dir));
+    let d = drive(&mut p, false);
+    let calls: Vec<&Value> = d.messages.iter().filter(|m| m["role"] == "toolResult").collect();
+    let names: Vec<&str> = calls.iter().map(|m| m["toolName"].as_str().unwrap()).collect();
+    assert_eq!(names, ["find", "grep", "cursor", "bash", "cursor", "cursor"]);
+    // The failing test run is an error card; the grep result is what Cursor recorded.
+    assert_eq!(calls[3]["isError"], true);
+    assert!(calls[1]["content"][0]["text"].as_str().unwrap().contains("Math.round(cents * rate)"));
+    assert_eq!(d.messages.last().unwrap()["stopReason"], "stop");
+    assert_eq!(d.code, 0);
+}
+
+/// A CLI stream-json run: text at once, then (60 s later by its timestamps) more text.
+fn slow_recording(dir: &Path) -> PathBuf {
+    let s = "slow-1";
+    let lines = [
+        json!({"type": "system", "subtype": "init", "apiKeySource": "login", "cwd": dir, "session_id": s, "model": "Auto", "permissionMode": "default"}),
+        json!({"type": "user", "message": {"role": "user", "content": [{"type": "text", "text": "wait"}]}, "session_id": s}),
+        json!({"type": "assistant", "message": {"role": "assistant", "content": [{"type": "text", "text": "Working"}]}, "session_id": s, "timestamp_ms": 1_000}),
+        json!({"type": "assistant", "message": {"role": "assistant", "content": [{"type": "text", "text": " on it."}]}, "session_id": s, "timestamp_ms": 61_000}),
+        json!({"type": "result", "subtype": "success", "is_error": false, "result": "Working on it.", "session_id": s, "timestamp_ms": 61_100}),
+    ];
+    let path = dir.join("slow.jsonl");
+    std::fs::write(&path, lines.iter().map(|l| format!("{l}\n")).collect::<String>()).unwrap();
+    path
+}
+
+#[test]
+fn abort_ends_the_open_message_as_aborted_and_exits() {
+    let dir = common::tempdir();
+    let mut p = Provider::start(&[]);
+    p.send(&request(json!({"kind": "replay", "path": slow_recording(&dir), "realtime": true}), "wait", &dir));
+    loop {
+        if p.next()["type"] == "text_delta" {
+            break;
+        }
+    }
+    let asked = Instant::now();
+    p.send(&json!({"type": "abort"}));
+    let l = p.next();
+    assert_eq!((l["type"].as_str(), l["reason"].as_str()), (Some("error"), Some("aborted")), "{l}");
+    assert_eq!(l["error"]["stopReason"], "aborted");
+    assert_eq!(l["error"]["content"], json!([{"type": "text", "text": "Working"}]));
+    assert!(p.at_end());
+    assert_eq!(p.wait(Duration::from_secs(5)), 130);
+    assert!(asked.elapsed() < Duration::from_secs(5));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn the_end_of_input_stops_a_paused_run() {
+    let dir = common::tempdir();
+    let mut p = Provider::start(&[]);
+    p.send(&request(replay_source(&common::example("demo.jsonl")), "go", &dir));
+    while p.next()["type"] != "tool_results" {}
+    p.close_stdin();
+    // Paused between messages: nothing more is written.
+    assert!(p.at_end());
+    assert_eq!(p.wait(Duration::from_secs(5)), 130);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Exactly `start` then `error{reason:"error"}`; returns the error message.
+fn failed_message(p: &Provider) -> String {
+    let start = p.next();
+    assert_eq!(start["type"], "start", "{start}");
+    let err = p.next();
+    assert_eq!((err["type"].as_str(), err["reason"].as_str()), (Some("error"), Some("error")), "{err}");
+    assert_eq!(err["error"]["stopReason"], "error");
+    assert!(p.at_end());
+    err["error"]["errorMessage"].as_str().unwrap().to_owned()
+}
+
+#[test]
+fn failures_are_error_messages() {
+    let dir = common::tempdir();
+    // A recording that is not there.
+    let mut p = Provider::start(&[]);
+    p.send(&request(replay_source(&dir.join("missing.jsonl")), "go", &dir));
+    assert!(failed_message(&p).contains("cannot read the recording"));
+    assert_eq!(p.wait(Duration::from_secs(5)), 1);
+    // A recording without a run.
+    let empty = dir.join("empty.jsonl");
+    std::fs::write(&empty, "").unwrap();
+    let mut p = Provider::start(&[]);
+    p.send(&request(replay_source(&empty), "go", &dir));
+    assert!(failed_message(&p).contains("holds no Cursor run"));
+    assert_eq!(p.wait(Duration::from_secs(5)), 1);
+    // Not a request.
+    let mut p = Provider::start(&[]);
+    p.send(&json!({"type": "abort"}));
+    assert!(failed_message(&p).contains("must be a `request`"));
+    assert_eq!(p.wait(Duration::from_secs(5)), 2);
+    let mut p = Provider::start(&[]);
+    p.send(&json!({"type": "request", "context": {"messages": []}}));
+    assert!(failed_message(&p).contains("bad request"));
+    assert_eq!(p.wait(Duration::from_secs(5)), 2);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+// ------------------------------------------------------------------------------------------------
+// The cursor-agent source, with a stand-in cursor-agent
+// ------------------------------------------------------------------------------------------------
+
+/// A `cursor-agent` stand-in: writes its arguments (one per line) to `$FAKE_ARGS`, prints
+/// `$FAKE_STREAM`, then `$FAKE_STDERR` on stderr, and exits with `$FAKE_EXIT` (or, with
+/// `$FAKE_LINGER` set, keeps running with its output open).
+fn fake_cursor_agent(dir: &Path) -> PathBuf {
+    let path = dir.join("cursor-agent");
+    std::fs::write(
+        &path,
+        "#!/bin/sh\nprintf '%s\\n' \"$@\" > \"$FAKE_ARGS\"\n[ -n \"$FAKE_STREAM\" ] && cat \"$FAKE_STREAM\"\n\
+         [ -n \"$FAKE_STDERR\" ] && printf '%s\\n' \"$FAKE_STDERR\" >&2\n[ -n \"$FAKE_LINGER\" ] && exec sleep 30\n\
+         exit \"${FAKE_EXIT:-0}\"\n",
+    )
+    .unwrap();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    path
+}
+
+#[cfg(unix)]
+#[test]
+fn cursor_agent_runs_with_the_prompt_and_streams_live() {
+    let dir = common::tempdir();
+    let agent = fake_cursor_agent(&dir);
+    let args_file = dir.join("args.txt");
+    let demo = common::example("demo.jsonl");
+    let envs = [
+        ("TOOLSTREAM_CURSOR_AGENT", agent.to_str().unwrap()),
+        ("FAKE_ARGS", args_file.to_str().unwrap()),
+        ("FAKE_STREAM", demo.to_str().unwrap()),
+    ];
+    let mut p = Provider::start(&envs);
+    p.send(&request(json!({"kind": "cursor-agent", "args": ["--force"]}), "fix the rounding bug", &dir));
+    let d = drive(&mut p, false);
+    check_protocol(&d.lines).unwrap();
+    assert_eq!(d.messages, session_messages(&demo));
+    assert_eq!(d.code, 0);
+    let args = std::fs::read_to_string(&args_file).unwrap();
+    let expected = [
+        "-p",
+        "--output-format",
+        "stream-json",
+        "--stream-partial-output",
+        "--model",
+        "auto",
+        "--workspace",
+        dir.to_str().unwrap(),
+        "--force",
+        "fix the rounding bug",
+    ];
+    assert_eq!(args.lines().collect::<Vec<_>>(), expected);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[cfg(unix)]
+#[test]
+fn a_delivered_run_ends_when_the_client_leaves_even_if_cursor_agent_lingers() {
+    let dir = common::tempdir();
+    let agent = fake_cursor_agent(&dir);
+    let args_file = dir.join("args.txt");
+    let demo = common::example("demo.jsonl");
+    let envs = [
+        ("TOOLSTREAM_CURSOR_AGENT", agent.to_str().unwrap()),
+        ("FAKE_ARGS", args_file.to_str().unwrap()),
+        ("FAKE_STREAM", demo.to_str().unwrap()),
+        ("FAKE_LINGER", "1"),
+    ];
+    let mut p = Provider::start(&envs);
+    p.send(&request(json!({"kind": "cursor-agent"}), "go", &dir));
+    loop {
+        let l = p.next();
+        match (l["type"].as_str().unwrap(), l["reason"].as_str()) {
+            ("tool_results", _) => {
+                for r in l["results"].as_array().unwrap() {
+                    p.send(&json!({"type": "tool_result", "toolCallId": r["toolCallId"]}));
+                }
+            }
+            ("done", Some("stop")) => break,
+            _ => {}
+        }
+    }
+    // The run is out but cursor-agent has not ended its output: the client leaving ends it all.
+    assert!(p.quiet_for(Duration::from_millis(200)));
+    let left = Instant::now();
+    p.close_stdin();
+    assert_eq!(p.wait(Duration::from_secs(10)), 0);
+    assert!(left.elapsed() < Duration::from_secs(5));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[cfg(unix)]
+#[test]
+fn a_failing_cursor_agent_ends_the_run_with_its_scrubbed_stderr() {
+    let dir = common::tempdir();
+    let agent = fake_cursor_agent(&dir);
+    let args_file = dir.join("args.txt");
+    // The first 20 lines of the demo: the run is open (and has delivered a message) when it dies.
+    let head = dir.join("head.jsonl");
+    let demo = std::fs::read_to_string(common::example("demo.jsonl")).unwrap();
+    std::fs::write(&head, demo.lines().take(20).map(|l| format!("{l}\n")).collect::<String>()).unwrap();
+    let secret = "key_0123456789abcdefSECRET";
+    let stderr = format!("boom: request failed with {secret}");
+    let envs = [
+        ("TOOLSTREAM_CURSOR_AGENT", agent.to_str().unwrap()),
+        ("FAKE_ARGS", args_file.to_str().unwrap()),
+        ("FAKE_STREAM", head.to_str().unwrap()),
+        ("FAKE_STDERR", stderr.as_str()),
+        ("FAKE_EXIT", "3"),
+        ("CURSOR_API_KEY", secret),
+    ];
+    let mut p = Provider::start(&envs);
+    p.send(&request(json!({"kind": "cursor-agent"}), "go", &dir));
+    let d = drive(&mut p, false);
+    check_protocol(&d.lines).unwrap();
+    let last = d.messages.last().unwrap();
+    assert_eq!(last["stopReason"], "error");
+    let msg = last["errorMessage"].as_str().unwrap();
+    assert!(msg.starts_with("cursor-agent exited with status 3: boom: request failed with"), "{msg}");
+    assert!(!msg.contains(secret), "{msg}");
+    assert!(d.messages.len() > 1, "the messages before the failure were delivered");
+    assert_eq!(d.code, 1);
+
+    // Failing before any run: one failed message with the error.
+    let envs = [
+        ("TOOLSTREAM_CURSOR_AGENT", agent.to_str().unwrap()),
+        ("FAKE_ARGS", args_file.to_str().unwrap()),
+        ("FAKE_STDERR", "Error: not logged in"),
+        ("FAKE_EXIT", "1"),
+    ];
+    let mut p = Provider::start(&envs);
+    p.send(&request(json!({"kind": "cursor-agent"}), "go", &dir));
+    assert_eq!(failed_message(&p), "cursor-agent exited with status 1: Error: not logged in");
+    assert_eq!(p.wait(Duration::from_secs(5)), 1);
+
+    // No cursor-agent at all.
+    let missing = dir.join("no-such-cursor-agent");
+    let mut p = Provider::start(&[("TOOLSTREAM_CURSOR_AGENT", missing.to_str().unwrap())]);
+    p.send(&request(json!({"kind": "cursor-agent"}), "go", &dir));
+    assert!(failed_message(&p).starts_with(&format!("cannot start {}", missing.display())));
+    assert_eq!(p.wait(Duration::from_secs(5)), 1);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+// ------------------------------------------------------------------------------------------------
+// Real pi
+// ------------------------------------------------------------------------------------------------
+
+/// pi with a fresh agent dir, home and offline mode, run in `home/work`, loading the extension
+/// with toolstream from this build. Retries are off so a failed run is reported once.
+fn pi_command(pi: &Path, home: &Path) -> Command {
+    let agent = home.join("agent");
+    let work = home.join("work");
+    std::fs::create_dir_all(&agent).unwrap();
+    std::fs::create_dir_all(&work).unwrap();
+    std::fs::write(agent.join("settings.json"), r#"{"retry":{"enabled":false}}"#).unwrap();
+    let mut cmd = Command::new(pi);
+    cmd.current_dir(&work)
+        .env("PI_CODING_AGENT_DIR", &agent)
+        .env("PI_OFFLINE", "1")
+        .env("HOME", home)
+        .env("TOOLSTREAM_BIN", toolstream_bin())
+        .env_remove("PI_CODING_AGENT_SESSION_DIR")
+        .env_remove("TOOLSTREAM_CURSOR_REPLAY")
+        .env_remove("TOOLSTREAM_REPLAY_REALTIME")
+        .env_remove("CURSOR_API_KEY")
+        .args(["--no-extensions", "-e"])
+        .arg(extension())
+        .args(["--provider", "cursor", "--model", "auto"]);
+    cmd
+}
+
+struct PiRun {
+    events: Vec<Value>,
+    stderr: String,
+}
+
+/// `pi --mode json -p PROMPT` within [`PI_TIMEOUT`].
+fn run_pi_json(mut cmd: Command, prompt: &str) -> Result<PiRun, String> {
+    cmd.args(["--mode", "json", "-p", prompt]).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    let mut child = cmd.spawn().map_err(|e| format!("cannot start pi: {e}"))?;
+    let mut out = child.stdout.take().unwrap();
+    let mut err = child.stderr.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = out.read_to_string(&mut s);
+        s
+    });
+    let err_reader = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = err.read_to_string(&mut s);
+        s
+    });
+    let code = wait_or_kill(&mut child, PI_TIMEOUT);
+    let (stdout, stderr) = (reader.join().unwrap_or_default(), err_reader.join().unwrap_or_default());
+    match code {
+        Some(Some(0)) => {}
+        Some(code) => return Err(format!("pi exited {code:?}: {stderr}")),
+        None => return Err(format!("pi timed out after {PI_TIMEOUT:?}; stderr: {stderr}")),
+    }
+    let events = stdout
+        .split('\n')
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).map_err(|e| format!("pi printed a non-JSON line ({e}): {l}")))
+        .collect::<Result<_, _>>()?;
+    Ok(PiRun { events, stderr })
+}
+
+/// `Some(exit code)` when the child exits in time; otherwise kill it and return `None`.
+fn wait_or_kill(child: &mut Child, timeout: Duration) -> Option<Option<i32>> {
+    let deadline = Instant::now() + timeout;
+    loop {
+        match child.try_wait() {
+            Ok(Some(status)) => return Some(status.code()),
+            Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(20)),
+            _ => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return None;
+            }
+        }
+    }
+}
+
+fn without_timestamp(m: &Value) -> Value {
+    let mut m = m.clone();
+    if let Some(o) = m.as_object_mut() {
+        o.remove("timestamp");
+    }
+    m
+}
+
+/// pi's events for a replayed run hold `expected` (the session sink's messages for the
+/// recording): the same assistant messages, one tool execution per call with its recorded result,
+/// tool result messages with the recorded content; the session file pi wrote holds them too.
+fn check_pi_run(run: &PiRun, home: &Path, expected: &[Value]) -> Result<(), String> {
+    let ends: Vec<&Value> = run.events.iter().filter(|e| e["type"] == "message_end").map(|e| &e["message"]).collect();
+    let delivered: Vec<&Value> = ends.iter().copied().filter(|m| m["role"] != "user").collect();
+    if delivered.len() != expected.len() {
+        return Err(format!(
+            "pi ended {} messages, the recording has {}; stderr: {}",
+            delivered.len(),
+            expected.len(),
+            run.stderr
+        ));
+    }
+    let mut executions: HashMap<String, (usize, usize, Option<&Value>)> = HashMap::new();
+    for e in &run.events {
+        let id = e["toolCallId"].as_str().unwrap_or("").to_owned();
+        match e["type"].as_str() {
+            Some("tool_execution_start") => executions.entry(id).or_default().0 += 1,
+            Some("tool_execution_end") => {
+                let x = executions.entry(id).or_default();
+                x.1 += 1;
+                x.2 = Some(e);
+            }
+            _ => {}
+        }
+    }
+    let mut calls = 0;
+    for (got, want) in delivered.iter().zip(expected) {
+        if want["role"] == "assistant" {
+            if *got != want {
+                return Err(format!("assistant message differs:\n pi:   {got}\n want: {want}"));
+            }
+            continue;
+        }
+        calls += 1;
+        if without_timestamp(got) != without_timestamp(want) {
+            return Err(format!("tool result differs:\n pi:   {got}\n want: {want}"));
+        }
+        let id = want["toolCallId"].as_str().unwrap();
+        let Some((1, 1, Some(end))) = executions.get(id).copied() else {
+            return Err(format!("tool call {id}: not exactly one tool_execution_start/end"));
+        };
+        if end["result"]["content"] != want["content"] || end["isError"] != want["isError"] {
+            return Err(format!("tool_execution_end of {id} does not carry the recorded result: {end}"));
+        }
+    }
+    // The text, streamed: pi's own `text_delta` events spell the run's text exactly once.
+    let streamed: String = run
+        .events
+        .iter()
+        .filter(|e| e["type"] == "message_update" && e["assistantMessageEvent"]["type"] == "text_delta")
+        .map(|e| e["assistantMessageEvent"]["delta"].as_str().unwrap_or(""))
+        .collect();
+    if streamed != assistant_text(expected) {
+        return Err(format!("pi streamed the text {streamed:?}, the run's text is {:?}", assistant_text(expected)));
+    }
+    if executions.len() != calls {
+        return Err(format!("{} tool executions for {calls} replayed calls", executions.len()));
+    }
+    // The session file pi wrote.
+    let sessions = files_under(&home.join("agent/sessions"));
+    let [session] = sessions.as_slice() else { return Err(format!("expected one session file, found {sessions:?}")) };
+    let saved: Vec<Value> = std::fs::read_to_string(session)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|e| e["type"] == "message")
+        .map(|e| e["message"].clone())
+        .collect();
+    let ends: Vec<Value> = ends.into_iter().cloned().collect();
+    if saved != ends {
+        return Err(format!("the session file holds {} messages, pi ended {}", saved.len(), ends.len()));
+    }
+    Ok(())
+}
+
+fn files_under(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let Ok(entries) = std::fs::read_dir(dir) else { return out };
+    for e in entries.flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            out.extend(files_under(&p));
+        } else if p.extension().is_some_and(|x| x == "jsonl") {
+            out.push(p);
+        }
+    }
+    out
+}
+
+fn assistant_text(messages: &[Value]) -> String {
+    messages
+        .iter()
+        .filter(|m| m["role"] == "assistant")
+        .flat_map(|m| m["content"].as_array().unwrap().iter())
+        .filter(|b| b["type"] == "text")
+        .map(|b| b["text"].as_str().unwrap())
+        .collect()
+}
+
+#[test]
+fn real_pi_replays_recorded_runs() {
+    let Some(pi) = pi_bin() else { return };
+    let started = Instant::now();
+    let all = captures();
+    let next = AtomicUsize::new(0);
+    let results: Vec<(String, Result<String, String>)> = std::thread::scope(|s| {
+        let workers: Vec<_> = (0..WORKERS)
+            .map(|_| {
+                s.spawn(|| {
+                    let mut out = Vec::new();
+                    loop {
+                        let i = next.fetch_add(1, Ordering::Relaxed);
+                        let Some(capture) = all.get(i) else { break };
+                        let home = common::tempdir();
+                        let expected = session_messages(capture);
+                        let mut cmd = pi_command(&pi, &home);
+                        cmd.env("TOOLSTREAM_CURSOR_REPLAY", capture);
+                        let res = run_pi_json(cmd, "Replay the recorded Cursor run.")
+                            .and_then(|run| check_pi_run(&run, &home, &expected))
+                            .map(|()| expected.last().unwrap()["stopReason"].as_str().unwrap().to_owned());
+                        if res.is_ok() {
+                            let _ = std::fs::remove_dir_all(&home);
+                        }
+                        out.push((name(capture), res));
+                    }
+                    out
+                })
+            })
+            .collect();
+        workers.into_iter().flat_map(|w| w.join().unwrap()).collect()
+    });
+    eprintln!("replayed {} runs in real pi in {:.1}s", results.len(), started.elapsed().as_secs_f64());
+    let failures: Vec<String> =
+        results.iter().filter_map(|(n, r)| r.as_ref().err().map(|e| format!("{n}: {e}"))).collect();
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    let stops = results.iter().filter(|(_, r)| r.as_deref() == Ok("stop")).count();
+    assert!(results.iter().any(|(n, r)| n == "demo" && r.as_deref() == Ok("stop")), "{results:?}");
+    if !common::cli_captures().is_empty() {
+        assert!(stops >= 3, "only {stops} runs ended with stop: {results:?}");
+    }
+}
+
+/// CLI stream-json: `touch` and `rm` shells, an edit and a write, each completed successfully.
+fn dangerous_recording(dir: &Path, work: &Path) -> PathBuf {
+    let s = "danger-1";
+    let mut t = 1_790_000_000_000u64;
+    let mut lines = vec![
+        json!({"type": "system", "subtype": "init", "apiKeySource": "login", "cwd": work, "session_id": s, "model": "Auto", "permissionMode": "default"}),
+        json!({"type": "user", "message": {"role": "user", "content": [{"type": "text", "text": "clean up"}]}, "session_id": s}),
+    ];
+    let mut timed = |mut v: Value| {
+        t += 100;
+        v["session_id"] = s.into();
+        v["timestamp_ms"] = t.into();
+        v
+    };
+    lines.push(timed(json!({"type": "assistant", "message": {"role": "assistant", "content": [{"type": "text", "text": "Cleaning up."}]}})));
+    let w = work.display();
+    let shell = |cmd: String| {
+        (
+            "shellToolCall",
+            json!({"command": cmd, "workingDirectory": "", "timeout": 30000}),
+            json!({"success": {"command": cmd, "exitCode": 0, "stdout": "", "stderr": ""}}),
+        )
+    };
+    let calls = [
+        shell(format!("touch {w}/SHOULD_NOT_EXIST")),
+        shell(format!("rm {w}/keep.txt")),
+        (
+            "editToolCall",
+            json!({"path": format!("{w}/keep.txt"), "old_string": "keep me", "new_string": "changed"}),
+            json!({"success": {"path": format!("{w}/keep.txt"), "linesAdded": 1, "linesRemoved": 1,
+                "diffString": "--- a/keep.txt\n+++ b/keep.txt\n@@ -1 +1 @@\n-keep me\n+changed", "message": "edited"}}),
+        ),
+        (
+            "writeToolCall",
+            json!({"path": format!("{w}/written.txt"), "content": "new file\n"}),
+            json!({"success": {"path": format!("{w}/written.txt"), "linesCreated": 1}}),
+        ),
+    ];
+    for (k, (key, args, result)) in calls.into_iter().enumerate() {
+        let id = format!("call-{k}");
+        lines.push(timed(json!({"type": "tool_call", "subtype": "started", "call_id": id, "tool_call": {key: {"args": args}}, "model_call_id": "m-1"})));
+        lines.push(timed(json!({"type": "tool_call", "subtype": "completed", "call_id": id, "tool_call": {key: {"args": args, "result": result}}, "model_call_id": "m-1"})));
+    }
+    lines.push(timed(json!({"type": "assistant", "message": {"role": "assistant", "content": [{"type": "text", "text": " All clean."}]}})));
+    lines.push(timed(json!({"type": "result", "subtype": "success", "is_error": false, "result": "Cleaning up. All clean.", "duration_ms": 900})));
+    let path = dir.join("danger.jsonl");
+    std::fs::write(&path, lines.iter().map(|l| format!("{l}\n")).collect::<String>()).unwrap();
+    path
+}
+
+#[test]
+fn real_pi_never_reruns_recorded_tools() {
+    let Some(pi) = pi_bin() else { return };
+    let home = common::tempdir();
+    let work = home.join("work");
+    std::fs::create_dir_all(&work).unwrap();
+    let keep = work.join("keep.txt");
+    std::fs::write(&keep, "keep me\n").unwrap();
+    let recording = dangerous_recording(&home, &work);
+    let expected = session_messages(&recording);
+    let names: Vec<&str> =
+        expected.iter().filter(|m| m["role"] == "toolResult").map(|m| m["toolName"].as_str().unwrap()).collect();
+    assert_eq!(names, ["bash", "bash", "edit", "write"], "native cards, so pi's own tools are the ones asked to run");
+    let mut cmd = pi_command(&pi, &home);
+    cmd.env("TOOLSTREAM_CURSOR_REPLAY", &recording);
+    let run = run_pi_json(cmd, "clean up").unwrap();
+    check_pi_run(&run, &home, &expected).unwrap();
+    assert!(!work.join("SHOULD_NOT_EXIST").exists(), "the recorded touch ran");
+    assert_eq!(std::fs::read_to_string(&keep).unwrap(), "keep me\n", "the recorded rm or edit ran");
+    assert!(!work.join("written.txt").exists(), "the recorded write ran");
+    let _ = std::fs::remove_dir_all(&home);
+}
+
+#[cfg(unix)]
+#[test]
+fn real_pi_runs_cursor_agent_with_the_prompt() {
+    let Some(pi) = pi_bin() else { return };
+    let home = common::tempdir();
+    let agent = fake_cursor_agent(&home);
+    let args_file = home.join("args.txt");
+    let demo = common::example("demo.jsonl");
+    let mut cmd = pi_command(&pi, &home);
+    cmd.env("TOOLSTREAM_CURSOR_AGENT", &agent)
+        .env("TOOLSTREAM_CURSOR_AGENT_ARGS", "--force --trust")
+        .env("FAKE_ARGS", &args_file)
+        .env("FAKE_STREAM", &demo);
+    let run = run_pi_json(cmd, "fix the rounding bug").unwrap();
+    check_pi_run(&run, &home, &session_messages(&demo)).unwrap();
+    let args = std::fs::read_to_string(&args_file).unwrap();
+    let work = home.join("work").canonicalize().unwrap();
+    let args: Vec<&str> = args.lines().collect();
+    assert_eq!(args[..6], ["-p", "--output-format", "stream-json", "--stream-partial-output", "--model", "auto"]);
+    assert_eq!(args[6], "--workspace");
+    assert_eq!(Path::new(args[7]).canonicalize().unwrap(), work);
+    assert_eq!(args[8..], ["--force", "--trust", "fix the rounding bug"]);
+    let _ = std::fs::remove_dir_all(&home);
+}
+
+/// Processes whose parent is `parent` and whose command line mentions `pi-provider` (Linux).
+fn provider_children(parent: u32) -> Vec<u32> {
+    let mut out = Vec::new();
+    let Ok(entries) = std::fs::read_dir("/proc") else { return out };
+    for e in entries.flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else { continue };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else { continue };
+        let ppid = stat.rsplit_once(')').and_then(|(_, rest)| rest.split_whitespace().nth(1)?.parse::<u32>().ok());
+        let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+        if ppid == Some(parent) && String::from_utf8_lossy(&cmdline).contains("pi-provider") {
+            out.push(pid);
+        }
+    }
+    out
+}
+
+/// Whether process `pid` is gone (or only a zombie waiting to be reaped).
+fn gone(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        Ok(stat) => stat.rsplit_once(')').is_some_and(|(_, rest)| rest.trim_start().starts_with('Z')),
+    }
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn real_pi_abort_ends_with_aborted_and_leaves_no_process() {
+    let Some(pi) = pi_bin() else { return };
+    let home = common::tempdir();
+    let recording = slow_recording(&home);
+    let mut cmd = pi_command(&pi, &home);
+    cmd.env("TOOLSTREAM_CURSOR_REPLAY", &recording)
+        .env("TOOLSTREAM_REPLAY_REALTIME", "1")
+        .args(["--mode", "rpc"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null());
+    let mut child = cmd.spawn().unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let (tx, events) = mpsc::channel::<Value>();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).split(b'\n') {
+            let Ok(line) = line else { break };
+            let Ok(v) = serde_json::from_slice(&line) else { continue };
+            if tx.send(v).is_err() {
+                break;
+            }
+        }
+    });
+    let send = |stdin: &mut ChildStdin, v: Value| {
+        writeln!(stdin, "{v}").unwrap();
+        stdin.flush().unwrap();
+    };
+    let until = |what: &dyn Fn(&Value) -> bool, timeout: Duration| -> Value {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let e = events.recv_timeout(left).unwrap_or_else(|_| panic!("no such event from pi in {timeout:?}"));
+            if what(&e) {
+                return e;
+            }
+        }
+    };
+    send(&mut stdin, json!({"id": "p", "type": "prompt", "message": "wait for it"}));
+    until(&|e| e["type"] == "message_update" && e["assistantMessageEvent"]["type"] == "text_delta", PI_TIMEOUT);
+    let providers = provider_children(child.id());
+    assert_eq!(providers.len(), 1, "one toolstream pi-provider while the run streams: {providers:?}");
+    let asked = Instant::now();
+    send(&mut stdin, json!({"id": "a", "type": "abort"}));
+    let end = until(&|e| e["type"] == "agent_end", Duration::from_secs(10));
+    // The recording's next event is a minute away: the run ended because of the abort.
+    assert!(asked.elapsed() < Duration::from_secs(10));
+    let last = end["messages"].as_array().unwrap().last().unwrap().clone();
+    assert_eq!((last["role"].as_str(), last["stopReason"].as_str()), (Some("assistant"), Some("aborted")), "{last}");
+    assert_eq!(last["content"], json!([{"type": "text", "text": "Working"}]));
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !providers.iter().all(|p| gone(*p)) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(providers.iter().all(|p| gone(*p)), "toolstream pi-provider {providers:?} outlived the abort");
+    assert!(provider_children(child.id()).is_empty());
+    drop(stdin);
+    let code = wait_or_kill(&mut child, Duration::from_secs(15));
+    assert!(code.is_some(), "pi --mode rpc did not exit at the end of its input");
+    let _ = std::fs::remove_dir_all(&home);
+}

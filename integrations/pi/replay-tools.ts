@@ -1,0 +1,137 @@
+/**
+ * Display-only replay tools. A Cursor run arrives in pi as assistant messages whose tool calls
+ * have ids `cursor-replay-*`; pi "executes" each such call, and these tools answer with the
+ * result Cursor recorded (sent by toolstream in the `tool_results` line, see provider.ts).
+ * Nothing runs and no file is touched for a replay id.
+ *
+ * - `cursor`: neutral Cursor activity cards (MCP, todos, plans, deletes, …); calls with any other
+ *   id are refused (it is not a real tool).
+ * - `read`, `bash`, `grep`, `find`, `ls`, `edit`, `write`: wrappers of pi's built-in tools. For
+ *   any other id they call pi's own built-in tool, created exactly as pi creates it (same cwd,
+ *   same settings), so they behave as the built-in does; renderers, schema and prompt text are
+ *   the built-in's. pi offers no other way to answer a call by its id: a `tool_call` handler can
+ *   only block (the call then fails with the block reason) and `tool_result` handlers run after
+ *   the tool has executed.
+ *
+ * A `tool_result` handler restores the recorded error flag (a tool that returns a value is
+ * always a success in pi) and keeps the recorded content and details whatever ran before it.
+ */
+
+import type { TextContent } from "@mariozechner/pi-ai";
+import {
+	createBashToolDefinition,
+	createEditToolDefinition,
+	createFindToolDefinition,
+	createGrepToolDefinition,
+	createLsToolDefinition,
+	createReadToolDefinition,
+	createWriteToolDefinition,
+	type ExtensionAPI,
+	getAgentDir,
+	SettingsManager,
+	type ToolDefinition,
+} from "@mariozechner/pi-coding-agent";
+import { Text } from "@mariozechner/pi-tui";
+import { Type } from "typebox";
+import { isReplayId, recordedResults } from "./provider.js";
+
+export const NATIVE_REPLAY_TOOLS = ["read", "bash", "grep", "find", "ls", "edit", "write"] as const;
+type NativeTool = (typeof NATIVE_REPLAY_TOOLS)[number];
+export const REPLAY_TOOL_NAMES: string[] = ["cursor", ...NATIVE_REPLAY_TOOLS];
+
+/** pi's built-in tool `name`, as pi itself builds it for a session in `cwd`. */
+// biome-ignore lint/suspicious/noExplicitAny: the built-in definitions differ in their types.
+function builtinTool(name: NativeTool, cwd: string): ToolDefinition<any, any> {
+	const settings = SettingsManager.create(cwd, getAgentDir());
+	switch (name) {
+		case "read":
+			return createReadToolDefinition(cwd, { autoResizeImages: settings.getImageAutoResize() });
+		case "bash":
+			return createBashToolDefinition(cwd, {
+				commandPrefix: settings.getShellCommandPrefix(),
+				shellPath: settings.getShellPath(),
+			});
+		case "grep":
+			return createGrepToolDefinition(cwd);
+		case "find":
+			return createFindToolDefinition(cwd);
+		case "ls":
+			return createLsToolDefinition(cwd);
+		case "edit":
+			return createEditToolDefinition(cwd);
+		case "write":
+			return createWriteToolDefinition(cwd);
+	}
+}
+
+/** The recorded result of a replay call; never runs anything. */
+function recorded(toolCallId: string) {
+	const r = recordedResults.get(toolCallId);
+	if (!r) {
+		// Fail closed: an unknown replay id is never executed.
+		throw new Error("No recorded Cursor result for this replayed call; nothing was run.");
+	}
+	return { content: r.content, details: r.details };
+}
+
+const PREVIEW_LINES = 8;
+
+export function registerReplayTools(pi: ExtensionAPI): void {
+	for (const name of NATIVE_REPLAY_TOOLS) {
+		const base = builtinTool(name, process.cwd());
+		pi.registerTool({
+			...base,
+			async execute(toolCallId, params, signal, onUpdate, ctx) {
+				if (isReplayId(toolCallId)) return recorded(toolCallId);
+				return builtinTool(name, ctx.cwd).execute(toolCallId, params, signal, onUpdate, ctx);
+			},
+		});
+	}
+
+	pi.registerTool({
+		name: "cursor",
+		label: "Cursor",
+		description:
+			"Display-only record of an activity the Cursor agent performed (MCP call, todos, plan, delete, …), replayed from its recorded result. It cannot be called.",
+		parameters: Type.Object(
+			{
+				activityTitle: Type.Optional(Type.String({ description: "What Cursor did, e.g. `Cursor MCP`" })),
+				activitySummary: Type.Optional(Type.String({ description: "One-line summary" })),
+			},
+			{ additionalProperties: true },
+		),
+		async execute(toolCallId) {
+			if (isReplayId(toolCallId)) return recorded(toolCallId);
+			throw new Error("`cursor` only replays recorded Cursor activity; it cannot be called.");
+		},
+		renderCall(args, theme, context) {
+			const text = (context.lastComponent as Text | undefined) ?? new Text("", 0, 0);
+			const title = typeof args?.activityTitle === "string" && args.activityTitle ? args.activityTitle : "Cursor";
+			const summary = typeof args?.activitySummary === "string" ? args.activitySummary : "";
+			text.setText(theme.fg("toolTitle", theme.bold(title)) + (summary ? ` ${theme.fg("accent", summary)}` : ""));
+			return text;
+		},
+		renderResult(result, options, theme, context) {
+			const text = (context.lastComponent as Text | undefined) ?? new Text("", 0, 0);
+			const body = result.content
+				.filter((c): c is TextContent => c.type === "text")
+				.map((c) => c.text)
+				.join("\n")
+				.trimEnd();
+			const lines = body ? body.split("\n") : [];
+			const shown = options.expanded ? lines : lines.slice(0, PREVIEW_LINES);
+			let out = shown.map((l) => theme.fg("toolOutput", l)).join("\n");
+			if (shown.length < lines.length) out += `\n${theme.fg("muted", `… ${lines.length - shown.length} more lines`)}`;
+			text.setText(out);
+			return text;
+		},
+	});
+
+	// Keep the recorded result (content, details and error flag) for every replay call.
+	pi.on("tool_result", (event) => {
+		if (!isReplayId(event.toolCallId)) return undefined;
+		const r = recordedResults.get(event.toolCallId);
+		if (!r) return undefined;
+		return { content: r.content, details: r.details, isError: r.isError };
+	});
+}

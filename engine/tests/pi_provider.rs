@@ -37,31 +37,8 @@ fn toolstream_bin() -> &'static str {
     env!("CARGO_BIN_EXE_toolstream")
 }
 
-fn pi_bin() -> Option<PathBuf> {
-    let pi = Path::new(env!("CARGO_MANIFEST_DIR")).join("../.deps/npm/node_modules/.bin/pi");
-    if pi.exists() {
-        Some(pi)
-    } else {
-        // scripts/test installs pi and sets TOOLSTREAM_REQUIRE_PI: there, absence is a failure.
-        assert!(std::env::var_os("TOOLSTREAM_REQUIRE_PI").is_none(), "{} is absent", pi.display());
-        eprintln!("note: {} is absent (run scripts/install-pi); skipping the real-pi checks", pi.display());
-        None
-    }
-}
-
 fn extension() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../integrations/pi").canonicalize().unwrap()
-}
-
-/// Every fixture capture (when ../shared is present) and the project's examples.
-fn captures() -> Vec<PathBuf> {
-    let mut all = vec![common::example("demo.jsonl"), common::example("sdk-demo.jsonl")];
-    all.extend(common::cli_captures());
-    all
-}
-
-fn name(p: &Path) -> String {
-    p.file_stem().unwrap().to_string_lossy().into_owned()
 }
 
 // ------------------------------------------------------------------------------------------------
@@ -300,7 +277,7 @@ fn session_messages(capture: &Path) -> Vec<Value> {
 
 #[test]
 fn each_call_gets_one_message_and_the_recorded_results() {
-    for capture in captures() {
+    for capture in common::captures_and_examples() {
         let dir = common::tempdir();
         let mut p = Provider::start(&[]);
         p.send(&request(replay_source(&capture), "go", &dir));
@@ -757,9 +734,9 @@ fn assistant_text(messages: &[Value]) -> String {
 
 #[test]
 fn real_pi_replays_recorded_runs() {
-    let Some(pi) = pi_bin() else { return };
+    let Some(pi) = common::pi_bin() else { return };
     let started = Instant::now();
-    let all = captures();
+    let all = common::captures_and_examples();
     let next = AtomicUsize::new(0);
     let results: Vec<(String, Result<String, String>)> = std::thread::scope(|s| {
         let workers: Vec<_> = (0..WORKERS)
@@ -779,7 +756,7 @@ fn real_pi_replays_recorded_runs() {
                         if res.is_ok() {
                             let _ = std::fs::remove_dir_all(&home);
                         }
-                        out.push((name(capture), res));
+                        out.push((common::name(capture), res));
                     }
                     out
                 })
@@ -850,7 +827,7 @@ fn dangerous_recording(dir: &Path, work: &Path) -> PathBuf {
 
 #[test]
 fn real_pi_never_reruns_recorded_tools() {
-    let Some(pi) = pi_bin() else { return };
+    let Some(pi) = common::pi_bin() else { return };
     let home = common::tempdir();
     let work = home.join("work");
     std::fs::create_dir_all(&work).unwrap();
@@ -874,7 +851,7 @@ fn real_pi_never_reruns_recorded_tools() {
 #[cfg(unix)]
 #[test]
 fn real_pi_runs_cursor_agent_with_the_prompt() {
-    let Some(pi) = pi_bin() else { return };
+    let Some(pi) = common::pi_bin() else { return };
     let home = common::tempdir();
     let agent = fake_cursor_agent(&home);
     let args_file = home.join("args.txt");
@@ -923,7 +900,7 @@ fn gone(pid: u32) -> bool {
 #[cfg(target_os = "linux")]
 #[test]
 fn real_pi_abort_ends_with_aborted_and_leaves_no_process() {
-    let Some(pi) = pi_bin() else { return };
+    let Some(pi) = common::pi_bin() else { return };
     let home = common::tempdir();
     let recording = slow_recording(&home);
     let mut cmd = pi_command(&pi, &home);

@@ -26,30 +26,6 @@ const PI_TIMEOUT: Duration = Duration::from_secs(60);
 /// pi processes run at once.
 const WORKERS: usize = 4;
 
-fn pi_bin() -> Option<PathBuf> {
-    let pi = Path::new(env!("CARGO_MANIFEST_DIR")).join("../.deps/npm/node_modules/.bin/pi");
-    if pi.exists() {
-        Some(pi)
-    } else {
-        // scripts/test installs pi and sets TOOLSTREAM_REQUIRE_PI: there, absence is a failure.
-        assert!(std::env::var_os("TOOLSTREAM_REQUIRE_PI").is_none(), "{} is absent", pi.display());
-        eprintln!("note: {} is absent (run scripts/install-pi); skipping the real-pi checks", pi.display());
-        None
-    }
-}
-
-/// Every fixture capture (when ../shared is present) and the project's examples.
-fn captures() -> Vec<PathBuf> {
-    let mut all = common::cli_captures();
-    all.push(common::example("demo.jsonl"));
-    all.push(common::example("sdk-demo.jsonl"));
-    all
-}
-
-fn name(p: &Path) -> String {
-    p.file_stem().unwrap().to_string_lossy().into_owned()
-}
-
 /// What one replay produced.
 struct Replayed {
     session: PathBuf,
@@ -183,7 +159,7 @@ fn sink_spec_parses() {
 
 #[test]
 fn sessions_are_well_formed_and_hold_the_text_once() {
-    for capture in captures() {
+    for capture in common::captures_and_examples() {
         let dir = common::tempdir();
         let r = replay(&capture, &dir);
         if let Err(e) = check_structure(&r) {
@@ -269,7 +245,7 @@ fn rebuild_stream(lines: &[Value]) -> Result<Vec<Value>, String> {
 fn live_events_deliver_the_session_messages() {
     use toolstream_sinks::pi_events::PiEventsSink;
     use toolstream_sinks::Sink;
-    for capture in captures() {
+    for capture in common::captures_and_examples() {
         let (events, _) = common::collect(&[&capture]);
         let mut sink = PiEventsSink::new(Vec::new());
         sink.write(&events).unwrap();
@@ -290,9 +266,9 @@ fn live_events_deliver_the_session_messages() {
 
 #[test]
 fn real_pi_exports_and_serves_every_session() {
-    let Some(pi) = pi_bin() else { return };
+    let Some(pi) = common::pi_bin() else { return };
     let started = Instant::now();
-    let all = captures();
+    let all = common::captures_and_examples();
     let next = AtomicUsize::new(0);
     let failures: Vec<String> = std::thread::scope(|s| {
         let workers: Vec<_> = (0..WORKERS)
@@ -303,7 +279,7 @@ fn real_pi_exports_and_serves_every_session() {
                         let i = next.fetch_add(1, Ordering::Relaxed);
                         let Some(capture) = all.get(i) else { break };
                         if let Err(e) = check_with_pi(&pi, capture) {
-                            failed.push(format!("{}: {e}", name(capture)));
+                            failed.push(format!("{}: {e}", common::name(capture)));
                         }
                     }
                     failed

@@ -127,3 +127,29 @@ pub fn tempdir() -> PathBuf {
     std::fs::create_dir_all(&dir).unwrap();
     dir
 }
+
+/// The pinned real pi installed by `scripts/install-pi`, or `None` (with a note) when absent —
+/// except under `scripts/test`, which sets `TOOLSTREAM_REQUIRE_PI`: there, absence is a failure.
+pub fn pi_bin() -> Option<PathBuf> {
+    let pi = Path::new(env!("CARGO_MANIFEST_DIR")).join("../.deps/npm/node_modules/.bin/pi");
+    if pi.exists() {
+        Some(pi)
+    } else {
+        assert!(std::env::var_os("TOOLSTREAM_REQUIRE_PI").is_none(), "{} is absent", pi.display());
+        eprintln!("note: {} is absent (run scripts/install-pi); skipping the real-pi checks", pi.display());
+        None
+    }
+}
+
+/// Every fixture capture (when ../shared is present), then the project's examples.
+pub fn captures_and_examples() -> Vec<PathBuf> {
+    let mut all = cli_captures();
+    all.push(example("demo.jsonl"));
+    all.push(example("sdk-demo.jsonl"));
+    all
+}
+
+/// A capture's short name (file stem).
+pub fn name(p: &Path) -> String {
+    p.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default()
+}

@@ -81,6 +81,8 @@ pub struct SourceStats {
     pub lines: u64,
     pub bytes: u64,
     pub decode_errors: u64,
+    /// SDK updates of the ignored-but-counted types (SPEC §1.2).
+    pub ignored_updates: u64,
 }
 
 /// What a pipeline saw, for `stats` and for the end-of-replay report.
@@ -97,6 +99,8 @@ pub struct Stats {
     pub error_cards: u64,
     pub incomplete_calls: u64,
     pub decode_errors: u64,
+    /// SDK updates of the ignored-but-counted types (SPEC §1.2).
+    pub ignored_updates: u64,
     /// The first decode errors, as `file:line: reason (byte offset N)`.
     pub decode_error_samples: Vec<String>,
     pub sink_errors: Vec<String>,
@@ -321,6 +325,8 @@ impl Pipeline {
         }
         file.bytes = lines.position();
         file.format = decoder.format().map(Format::as_str);
+        file.ignored_updates = decoder.ignored_updates();
+        self.stats.ignored_updates += file.ignored_updates;
         self.stats.lines += file.lines;
         self.stats.bytes += file.bytes;
         self.stats.decode_errors += file.decode_errors;

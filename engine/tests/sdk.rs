@@ -70,3 +70,19 @@ fn sdk_events_have_the_right_shape() {
     assert_eq!(totals.reported_usage, None);
     assert!(final_text.starts_with("Unknown ids now get a 404"));
 }
+
+#[test]
+fn ignored_sdk_update_types_are_counted_not_dropped_silently() {
+    let recording = concat!(
+        r#"{"at_ms":1,"start":{"session_id":"s","cwd":"/w","model":"m","prompt":"p"}}"#,
+        "\n",
+        r#"{"at_ms":2,"delta":{"type":"token-delta","tokens":3}}"#,
+        "\n",
+        r#"{"at_ms":3,"delta":{"type":"step-started"}}"#,
+        "\n",
+        r#"{"at_ms":4,"wait":{"status":"finished","result":"ok"}}"#,
+        "\n",
+    );
+    let (_, stats) = common::collect_bytes(recording.as_bytes());
+    assert_eq!((stats.runs, stats.ignored_updates, stats.decode_errors), (1, 2, 0));
+}

@@ -5,7 +5,7 @@
 use std::fmt::Write as _;
 
 use toolstream_schemas::cursor_cli::tool_models::{self as m, FailureResult, TodoStatus, ToolArgs, ToolSuccess};
-use toolstream_schemas::{Int, ResultStatus, Tool, ToolKind};
+use toolstream_schemas::{Int, ResultStatus, ToolKind};
 
 use super::bounds::{bound_list, bound_read, fallback_args, fallback_result, relative_path};
 
@@ -546,11 +546,6 @@ pub fn fits_pi_edit(args: Option<&serde_json::Value>) -> bool {
         Some(edits) if !edits.is_empty() => edits.iter().all(|e| e.as_object().is_some_and(pair)),
         _ => false,
     }
-}
-
-/// Title of a tool for cards: registry title or `Cursor <name>`.
-pub fn title(tool: &Tool) -> String {
-    tool.title().into_owned()
 }
 
 #[cfg(test)]

@@ -48,11 +48,6 @@ impl ShellCore {
         ShellCore { scrubber, active: HashMap::default() }
     }
 
-    /// Shell calls active in a session.
-    pub fn active_count(&self, session: &str) -> usize {
-        self.active.get(session).map_or(0, Vec::len)
-    }
-
     /// Process one item, appending it (possibly amended) and anything it produces to `out`.
     pub fn push(&mut self, item: Item, out: &mut Vec<Item>) {
         match item {

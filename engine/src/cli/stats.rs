@@ -62,6 +62,9 @@ fn table(s: &Stats, files: &[PathBuf]) -> String {
         s.unknown_tools.iter().map(|(k, v)| format!("{k} ({v})")).collect::<Vec<_>>().join(", ")
     };
     row("unknown tools", unknown);
+    if s.ignored_updates > 0 {
+        row("ignored updates", s.ignored_updates.to_string());
+    }
     row("decode errors", s.decode_errors.to_string());
     for e in &s.decode_error_samples {
         out.push_str(&format!("  {e}\n"));

@@ -79,6 +79,11 @@ impl Decoder {
         self.format
     }
 
+    /// SDK updates of the types SPEC §1.2 says to ignore (but count), so far.
+    pub fn ignored_updates(&self) -> u64 {
+        self.sdk.ignored()
+    }
+
     /// Decode one frame, appending events to `out`. Blank lines decode to nothing.
     pub fn decode_frame(&mut self, frame: Frame<'_>, out: &mut Vec<InputEvent>) -> Result<(), DecodeError> {
         match frame {

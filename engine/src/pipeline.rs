@@ -104,6 +104,8 @@ pub struct Stats {
     /// The first decode errors, as `file:line: reason (byte offset N)`.
     pub decode_error_samples: Vec<String>,
     pub sink_errors: Vec<String>,
+    /// Failures inside the engine (a stage that panicked): output is incomplete.
+    pub engine_errors: Vec<String>,
     pub files: Vec<SourceStats>,
 }
 
@@ -353,7 +355,9 @@ impl Pipeline {
             gate.send_all(&self.doors(), empty);
         }
         for s in self.shards.drain(..) {
-            s.stop();
+            if let Err(e) = s.stop() {
+                self.stats.engine_errors.push(e);
+            }
         }
         if let Some(q) = self.sequencer.take() {
             q.stop();

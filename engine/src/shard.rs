@@ -86,9 +86,11 @@ impl Handler<Seal> for Fanout {
 
 /// A running shard.
 pub struct Shard {
+    index: usize,
     door: Option<Sender<DoorMsg>>,
     actix: Option<JoinHandle<()>>,
-    pump: Option<JoinHandle<()>>,
+    /// Returns whether every batch passed every stage.
+    pump: Option<JoinHandle<bool>>,
 }
 
 impl Shard {
@@ -110,7 +112,7 @@ impl Shard {
         let pump = std::thread::Builder::new()
             .name(format!("toolstream-pump-{index}"))
             .spawn(move || pump(door_rx, first, fanout, system))?;
-        Ok(Shard { door: Some(door_tx), actix: Some(actix), pump: Some(pump) })
+        Ok(Shard { index, door: Some(door_tx), actix: Some(actix), pump: Some(pump) })
     }
 
     /// Send a batch of items (blocks while the door is full).
@@ -132,16 +134,18 @@ impl Shard {
         self.door.clone()
     }
 
-    /// Let the shard drain, stop its System and wait for its threads.
-    pub fn stop(mut self) {
+    /// Let the shard drain, stop its System and wait for its threads. An error when a stage
+    /// failed (panicked) on the way: the output of this shard's sessions is then incomplete.
+    pub fn stop(mut self) -> Result<(), String> {
         if let Some(door) = self.door.take() {
             let _ = door.send(DoorMsg::Stop);
         }
-        if let Some(p) = self.pump.take() {
-            let _ = p.join();
-        }
-        if let Some(a) = self.actix.take() {
-            let _ = a.join();
+        let pumped = self.pump.take().is_none_or(|p| p.join().unwrap_or(false));
+        let ran = self.actix.take().is_none_or(|a| a.join().is_ok());
+        if pumped && ran {
+            Ok(())
+        } else {
+            Err(format!("shard {} stopped: a stage failed, so the output of its sessions is incomplete", self.index))
         }
     }
 }
@@ -154,12 +158,20 @@ pub fn sync_door(door: &Sender<DoorMsg>) {
     }
 }
 
-fn pump(door: Receiver<DoorMsg>, first: Addr<IntakeActor>, fanout: Addr<Fanout>, system: System) {
+/// Returns whether every batch passed every stage.
+fn pump(door: Receiver<DoorMsg>, first: Addr<IntakeActor>, fanout: Addr<Fanout>, system: System) -> bool {
+    let mut healthy = true;
     for msg in door {
         match msg {
             DoorMsg::Items { seq, items } => {
-                // Resolves once the batch has passed every stage (see `stage::StageActor`).
-                let _ = futures::executor::block_on(first.send(Batch(items)));
+                // Resolves once the batch has passed every stage (see `stage::StageActor`); an
+                // error means the System is gone (a stage panicked).
+                if futures::executor::block_on(first.send(Batch(items))).is_err() {
+                    if healthy {
+                        tracing::error!("a shard stage failed; its sessions' output is incomplete");
+                    }
+                    healthy = false;
+                }
                 if let Some(seq) = seq {
                     let _ = futures::executor::block_on(fanout.send(Seal(seq)));
                 }
@@ -171,6 +183,7 @@ fn pump(door: Receiver<DoorMsg>, first: Addr<IntakeActor>, fanout: Addr<Fanout>,
         }
     }
     system.stop();
+    healthy
 }
 
 #[cfg(test)]

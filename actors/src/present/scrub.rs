@@ -149,7 +149,21 @@ impl Scrubber {
                                 *s = REDACTED.to_owned();
                             }
                         }
+                        Value::Null => {}
+                        // Whatever sits under a secret key goes, whatever its shape.
+                        other if is_secret_key(key) => *other = Value::String(REDACTED.to_owned()),
                         other => self.scrub_json(other),
+                    }
+                }
+                // Header lists: `{"name": "Authorization", "value": "…"}`.
+                let names_a_secret = ["name", "key", "header"].iter().any(|k| {
+                    map.get(*k).and_then(Value::as_str).is_some_and(|n| {
+                        is_secret_key(n) || n.eq_ignore_ascii_case("cookie") || n.eq_ignore_ascii_case("set-cookie")
+                    })
+                });
+                if names_a_secret {
+                    if let Some(v) = map.get_mut("value").filter(|v| !v.is_null()) {
+                        *v = Value::String(REDACTED.to_owned());
                     }
                 }
             }
@@ -808,6 +822,26 @@ fn scrub_bridge(s: &str, markers: &[String]) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn secret_keys_lose_values_of_any_shape_and_header_lists_their_value() {
+        let sc = Scrubber::default();
+        let mut v = serde_json::json!({
+            "token": {"value": "abc"},
+            "apiKey": ["k1", "k2"],
+            "session_id": 12345,
+            "headers": [{"name": "Authorization", "value": "Basic Zm9vOmJhcg=="}, {"name": "Accept", "value": "json"}],
+            "cookies": [{"key": "Cookie", "value": "sid=1"}],
+            "max_tokens": 5,
+        });
+        sc.scrub_json(&mut v);
+        let s = v.to_string();
+        for secret in ["abc", "k1", "12345", "Zm9vOmJhcg", "sid=1"] {
+            assert!(!s.contains(secret), "{secret} survived: {s}");
+        }
+        assert_eq!(v["headers"][1]["value"], "json");
+        assert_eq!(v["max_tokens"], 5);
+    }
     use proptest::prelude::*;
     use serde_json::json;
 

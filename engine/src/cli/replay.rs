@@ -84,12 +84,15 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<i32> {
     for e in &stats.sink_errors {
         eprintln!("toolstream: sink error: {e}");
     }
+    for e in &stats.engine_errors {
+        eprintln!("toolstream: {e}");
+    }
     if stats.decode_errors > 0 {
         eprintln!("toolstream: {} line(s) could not be decoded ({} lines read)", stats.decode_errors, stats.lines);
     }
     Ok(if failed_read {
         2
-    } else if stats.decode_errors > 0 || !stats.sink_errors.is_empty() {
+    } else if stats.decode_errors > 0 || !stats.sink_errors.is_empty() || !stats.engine_errors.is_empty() {
         1
     } else {
         0

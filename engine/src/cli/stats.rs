@@ -29,6 +29,10 @@ pub fn run(args: StatsArgs) -> anyhow::Result<i32> {
         }
     }
     let stats = pipeline.finish();
+    for e in &stats.engine_errors {
+        eprintln!("toolstream: {e}");
+        code = code.max(1);
+    }
     let mut out = io::stdout().lock();
     let written = if args.json {
         writeln!(out, "{}", serde_json::to_string(&stats)?)

@@ -36,7 +36,8 @@ pub struct PipelineOptions {
     pub format: Option<Format>,
     /// Longest line accepted; longer lines are skipped and reported.
     pub max_line_bytes: usize,
-    /// Items per batch handed to a shard (live input hands over every line).
+    /// Items per batch handed to a shard (live input also hands over whenever its next read could
+    /// wait).
     pub batch_items: usize,
     /// Number of shards (≥ 1).
     pub shards: usize,
@@ -259,7 +260,6 @@ impl Pipeline {
         // Each source keeps its own time: a recording is never clamped by what was read before.
         let mut time = EventTime::default();
         let mut events = Vec::new();
-        let batch = if live { 1 } else { self.opts.batch_items.max(1) };
         // The stats counter is always there; the user's sinks follow it.
         let user_sinks_failed: Vec<Arc<AtomicBool>> = self.sinks.iter().skip(1).map(SinkThread::failed_flag).collect();
         let mut checked_at = 0u64;
@@ -305,7 +305,13 @@ impl Pipeline {
                 let k = shard_of(&ev.session, self.shards.len());
                 pending[k].push(Item::Input(ev));
             }
-            if pending.iter().any(|items| items.len() >= batch) && !self.send_all(&mut pending) {
+            // Live input is handed over as soon as the next read could wait for more; a recording
+            // (or a burst of piped lines already buffered) in batches.
+            let full = pending.iter().any(|items| items.len() >= self.opts.batch_items.max(1));
+            // Paced replays hand over every line: the pacer sleeps before the next one.
+            let waits = mode == ClockMode::Realtime || (live && !lines.has_buffered_line());
+            let dry = waits && pending.iter().any(|items| !items.is_empty());
+            if (full || dry) && !self.send_all(&mut pending) {
                 break Err(PipelineError::Cancelled);
             }
         };

@@ -58,6 +58,12 @@ impl<R: Read> LineReader<R> {
         self.offset
     }
 
+    /// Whether a complete next line is already buffered, so reading it will not block. Live
+    /// input hands its events over when this turns false (before a read that may wait).
+    pub fn has_buffered_line(&self) -> bool {
+        memchr::memchr(b'\n', &self.buf[self.start..self.end]).is_some()
+    }
+
     /// The next line, or `None` at end of input.
     pub fn next_frame(&mut self) -> io::Result<Option<Frame<'_>>> {
         // Bytes after `start` already searched for a newline (positions move when `fill` compacts).
@@ -191,6 +197,16 @@ mod tests {
     fn splits_lines_with_offsets() {
         let f = frames(b"\xEF\xBB\xBFab\r\n\ncd", 100);
         assert_eq!(f, vec![(1, 0, Ok(b"ab".to_vec())), (2, 7, Ok(b"".to_vec())), (3, 8, Ok(b"cd".to_vec()))]);
+    }
+
+    #[test]
+    fn knows_whether_the_next_line_is_buffered() {
+        let mut r = LineReader::with_max_line(&b"a\nb\nc"[..], 100);
+        assert!(!r.has_buffered_line(), "nothing read yet");
+        r.next_frame().unwrap();
+        assert!(r.has_buffered_line(), "b is complete in the buffer");
+        r.next_frame().unwrap();
+        assert!(!r.has_buffered_line(), "c has no newline yet");
     }
 
     #[test]

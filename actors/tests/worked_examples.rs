@@ -4,12 +4,11 @@
 
 use std::sync::Arc;
 
-use serde_json::value::RawValue;
 use toolstream_actors::item::Item;
 use toolstream_actors::shard::ShardCore;
 use toolstream_schemas::{
     Input, InputEvent, Output, OutputEvent, ResultStatus, RunEnd, RunStart, RunStatus, ShellStream, SourcePos,
-    StopReason, TokenUsage, Tool, ToolEvent, ToolKind, ToolResult, Usage,
+    StopReason, TokenUsage, Tool, ToolEvent, ToolKind, Usage,
 };
 
 const S: &str = "session-1";
@@ -18,27 +17,16 @@ fn at(t: u64, kind: Input) -> Item {
     Item::Input(InputEvent { session: Arc::from(S), at_ms: Some(t), pos: SourcePos::default(), kind })
 }
 
-fn raw(s: &str) -> Box<RawValue> {
-    RawValue::from_string(s.to_owned()).unwrap()
-}
-
 fn tool(id: &str, kind: ToolKind, args: &str, result: Option<&str>) -> Box<ToolEvent> {
     let mut tool = Tool::Known(kind);
     if kind == ToolKind::Mcp {
         let v: serde_json::Value = serde_json::from_str(args).unwrap();
         tool = tool.reclassified_for_mcp(v["toolName"].as_str());
     }
-    Box::new(ToolEvent {
-        call_id: id.into(),
-        tool,
-        wire_name: kind.spec().cli_key.into(),
-        args: Some(raw(args)),
-        result: result.map(|v| ToolResult { status: ResultStatus::Success, value: raw(v), extra: vec![] }),
-        model_call_id: None,
-        started_at_ms: None,
-        completed_at_ms: None,
-        extra: vec![],
-    })
+    let mut ev = ToolEvent::from_json(id, tool, Some(args), result.map(|v| (ResultStatus::Success, v))).unwrap();
+    // A reclassified MCP call keeps its MCP wire name.
+    ev.wire_name = kind.spec().cli_key.into();
+    Box::new(ev)
 }
 
 fn start(t: u64, prompt: &str) -> Vec<Item> {

@@ -127,6 +127,37 @@ pub struct ToolEvent {
     pub extra: UnknownFields,
 }
 
+impl ToolEvent {
+    /// A tool event from JSON texts: `args`, and the inner object of the result with its status
+    /// (for builders of synthetic streams, benches and tests). The wire name is the tool's CLI key.
+    pub fn from_json(
+        call_id: &str,
+        tool: Tool,
+        args: Option<&str>,
+        result: Option<(ResultStatus, &str)>,
+    ) -> Result<ToolEvent, serde_json::Error> {
+        let raw = |s: &str| RawValue::from_string(s.to_owned());
+        let wire_name = match &tool {
+            Tool::Known(k) => k.spec().cli_key.to_owned(),
+            Tool::Unknown(n) => format!("{n}ToolCall"),
+        };
+        Ok(ToolEvent {
+            call_id: call_id.to_owned(),
+            tool,
+            wire_name,
+            args: args.map(raw).transpose()?,
+            result: match result {
+                Some((status, value)) => Some(ToolResult { status, value: raw(value)?, extra: Vec::new() }),
+                None => None,
+            },
+            model_call_id: None,
+            started_at_ms: None,
+            completed_at_ms: None,
+            extra: Vec::new(),
+        })
+    }
+}
+
 /// The oneof result of a tool call, normalised across sources.
 #[derive(Debug)]
 pub struct ToolResult {

@@ -1,7 +1,6 @@
 use std::sync::Arc;
 
-use serde_json::value::RawValue;
-use toolstream_schemas::{Input, InputEvent, ResultStatus, RunStart, SourcePos, Tool, ToolEvent, ToolKind, ToolResult};
+use toolstream_schemas::{Input, InputEvent, ResultStatus, RunStart, SourcePos, Tool, ToolEvent, ToolKind};
 
 use super::IntakeCore;
 use crate::item::Item;
@@ -11,21 +10,9 @@ fn ev(at: u64, kind: Input) -> Item {
 }
 
 fn read(id: &str, path: Option<&str>, done: bool) -> Box<ToolEvent> {
-    Box::new(ToolEvent {
-        call_id: id.into(),
-        tool: Tool::Known(ToolKind::Read),
-        wire_name: "readToolCall".into(),
-        args: path.map(|p| RawValue::from_string(format!(r#"{{"path":"{p}"}}"#)).unwrap()),
-        result: done.then(|| ToolResult {
-            status: ResultStatus::Success,
-            value: RawValue::from_string("{}".into()).unwrap(),
-            extra: vec![],
-        }),
-        model_call_id: None,
-        started_at_ms: None,
-        completed_at_ms: None,
-        extra: vec![],
-    })
+    let args = path.map(|p| format!(r#"{{"path":"{p}"}}"#));
+    let result = done.then_some((ResultStatus::Success, "{}"));
+    Box::new(ToolEvent::from_json(id, Tool::Known(ToolKind::Read), args.as_deref(), result).unwrap())
 }
 
 /// The events that go on, as `kind:call_id:has_args`.

@@ -1,7 +1,6 @@
 use std::sync::Arc;
 
-use serde_json::value::RawValue;
-use toolstream_schemas::{Input, InputEvent, ResultStatus, SourcePos, Tool, ToolEvent, ToolKind, ToolResult};
+use toolstream_schemas::{Input, InputEvent, ResultStatus, SourcePos, Tool, ToolEvent, ToolKind};
 
 use super::{has_uri_or_path, LifecycleCore};
 use crate::item::Item;
@@ -11,21 +10,10 @@ fn ev(at: u64, kind: Input) -> Item {
 }
 
 fn call(id: &str, tool: Tool, wire: &str, args: &str, done: bool) -> Box<ToolEvent> {
-    Box::new(ToolEvent {
-        call_id: id.into(),
-        tool,
-        wire_name: wire.into(),
-        args: Some(RawValue::from_string(args.into()).unwrap()),
-        result: done.then(|| ToolResult {
-            status: ResultStatus::Success,
-            value: RawValue::from_string("{}".into()).unwrap(),
-            extra: vec![],
-        }),
-        model_call_id: None,
-        started_at_ms: None,
-        completed_at_ms: None,
-        extra: vec![],
-    })
+    let result = done.then_some((ResultStatus::Success, "{}"));
+    let mut ev = ToolEvent::from_json(id, tool, Some(args), result).unwrap();
+    ev.wire_name = wire.into();
+    Box::new(ev)
 }
 
 fn mcp(id: &str, name: &str, done: bool) -> Box<ToolEvent> {

@@ -156,20 +156,9 @@ impl CallTable {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::value::RawValue;
 
     fn ev(id: &str, tool: ToolKind, args: Option<&str>) -> ToolEvent {
-        ToolEvent {
-            call_id: id.into(),
-            tool: Tool::Known(tool),
-            wire_name: String::new(),
-            args: args.map(|a| RawValue::from_string(a.into()).unwrap()),
-            result: None,
-            model_call_id: None,
-            started_at_ms: None,
-            completed_at_ms: None,
-            extra: Vec::new(),
-        }
+        ToolEvent::from_json(id, Tool::Known(tool), args, None).unwrap()
     }
 
     #[test]

@@ -2,10 +2,9 @@
 
 use std::sync::Arc;
 
-use serde_json::value::RawValue;
 use toolstream_schemas::{
     Input, InputEvent, Output, OutputEvent, ResultStatus, RunEnd, RunStart, RunStatus, SegmentKind, SourcePos,
-    StopReason, Tool, ToolEvent, ToolKind, ToolResult,
+    StopReason, Tool, ToolEvent, ToolKind,
 };
 
 use super::{Coordinator, CoordinatorConfig};
@@ -14,22 +13,9 @@ fn ev(session: &str, at: u64, kind: Input) -> InputEvent {
     InputEvent { session: Arc::from(session), at_ms: Some(at), pos: SourcePos::default(), kind }
 }
 
-fn raw(s: &str) -> Box<RawValue> {
-    RawValue::from_string(s.to_owned()).unwrap()
-}
-
 fn tool(id: &str, kind: ToolKind, args: Option<&str>, result: Option<(&str, &str)>) -> Box<ToolEvent> {
-    Box::new(ToolEvent {
-        call_id: id.into(),
-        tool: Tool::Known(kind),
-        wire_name: kind.spec().cli_key.into(),
-        args: args.map(raw),
-        result: result.map(|(arm, v)| ToolResult { status: ResultStatus::from_key(arm), value: raw(v), extra: vec![] }),
-        model_call_id: None,
-        started_at_ms: None,
-        completed_at_ms: None,
-        extra: vec![],
-    })
+    let result = result.map(|(arm, v)| (ResultStatus::from_key(arm), v));
+    Box::new(ToolEvent::from_json(id, Tool::Known(kind), args, result).unwrap())
 }
 
 fn end(status: RunStatus, result: Option<&str>) -> Input {

@@ -1,9 +1,6 @@
 use std::sync::Arc;
 
-use serde_json::value::RawValue;
-use toolstream_schemas::{
-    Input, InputEvent, ResultStatus, ShellStream, SourcePos, Tool, ToolEvent, ToolKind, ToolResult,
-};
+use toolstream_schemas::{Input, InputEvent, ResultStatus, ShellStream, SourcePos, Tool, ToolEvent, ToolKind};
 
 use super::ShellCore;
 use crate::item::Item;
@@ -13,21 +10,9 @@ fn ev(at: u64, kind: Input) -> Item {
 }
 
 fn shell(id: &str, cmd: &str, result: Option<&str>) -> Box<ToolEvent> {
-    Box::new(ToolEvent {
-        call_id: id.into(),
-        tool: Tool::Known(ToolKind::Shell),
-        wire_name: "shell".into(),
-        args: Some(RawValue::from_string(format!(r#"{{"command":"{cmd}"}}"#)).unwrap()),
-        result: result.map(|v| ToolResult {
-            status: ResultStatus::Success,
-            value: RawValue::from_string(v.to_owned()).unwrap(),
-            extra: vec![],
-        }),
-        model_call_id: None,
-        started_at_ms: None,
-        completed_at_ms: None,
-        extra: vec![],
-    })
+    let args = format!(r#"{{"command":"{cmd}"}}"#);
+    let result = result.map(|v| (ResultStatus::Success, v));
+    Box::new(ToolEvent::from_json(id, Tool::Known(ToolKind::Shell), Some(&args), result).unwrap())
 }
 
 fn out_delta(at: u64, data: &str) -> Item {

@@ -960,3 +960,41 @@ fn real_pi_abort_ends_with_aborted_and_leaves_no_process() {
     assert!(code.is_some(), "pi --mode rpc did not exit at the end of its input");
     let _ = std::fs::remove_dir_all(&home);
 }
+
+/// pi retries a failed message by itself when the error text looks transient ("timeout", …). For
+/// Cursor that would run the prompt again — its tools may already have acted — so the extension
+/// starts one run per prompt and refuses the retry with a message pi does not retry.
+#[test]
+fn real_pi_never_retries_a_cursor_run() {
+    let Some(pi) = common::pi_bin() else { return };
+    let home = common::tempdir();
+    let starts = home.join("starts.txt");
+    // A stand-in for `toolstream pi-provider` that records each start and dies like a flaky
+    // network: pi's retry pattern matches its message.
+    let fake = home.join("fake-toolstream");
+    std::fs::write(
+        &fake,
+        format!(
+            "#!/bin/sh\necho start >> '{}'\necho 'connection timeout talking to Cursor' >&2\nexit 1\n",
+            starts.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&fake, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let mut cmd = pi_command(&pi, &home);
+    // Retries on, quickly.
+    std::fs::write(home.join("agent/settings.json"), r#"{"retry":{"enabled":true,"maxRetries":2,"baseDelayMs":50}}"#)
+        .unwrap();
+    cmd.env("TOOLSTREAM_BIN", &fake);
+    let _ = run_pi_json(cmd, "delete the build folder");
+    let started = std::fs::read_to_string(&starts).unwrap_or_default();
+    assert_eq!(started.lines().count(), 1, "the Cursor run started more than once");
+    // pi did try again (so the guard, not a setting, prevented the second run), and was refused.
+    let sessions: String = files_under(&home.join("agent"))
+        .iter()
+        .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
+        .map(|p| std::fs::read_to_string(p).unwrap_or_default())
+        .collect();
+    assert!(sessions.contains("not started again for the same prompt"), "no refused retry in: {sessions}");
+    let _ = std::fs::remove_dir_all(&home);
+}

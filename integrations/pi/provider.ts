@@ -260,6 +260,18 @@ function continuesActiveRun(context: Context): boolean {
 	return active.pending.every((id) => answered.has(id));
 }
 
+/** Prompts that already started a Cursor run in this pi process. */
+const startedPrompts = new Set<string>();
+
+/** The last user message of a context (its time and content identify the prompt). */
+function promptKey(context: Context): string | undefined {
+	for (let i = context.messages.length - 1; i >= 0; i--) {
+		const m = context.messages[i];
+		if (m.role === "user") return `${i}:${m.timestamp ?? ""}:${JSON.stringify(m.content)}`;
+	}
+	return undefined;
+}
+
 function emptyMessage(model: Model<Api>): AssistantMessage {
 	return {
 		role: "assistant",
@@ -342,6 +354,19 @@ async function deliverOneMessage(
 		}
 		child.pending = [];
 	} else {
+		// pi retries a failed message on its own when the error text looks transient; for Cursor
+		// that would run the prompt again, and its tools (edits, commands) may already have acted.
+		// A prompt starts at most one run; the user re-sending it is a new prompt.
+		const prompt = promptKey(context);
+		if (prompt !== undefined && startedPrompts.has(prompt)) {
+			fail(
+				"error",
+				"Cursor run not started again for the same prompt: Cursor may already have acted on it " +
+					"(edits, commands). Send the prompt again to run it anew.",
+			);
+			return;
+		}
+		if (prompt !== undefined) startedPrompts.add(prompt);
 		stopActiveRun();
 		const bin = findToolstream();
 		if (!bin) {

@@ -998,3 +998,87 @@ fn real_pi_never_retries_a_cursor_run() {
     assert!(sessions.contains("not started again for the same prompt"), "no refused retry in: {sessions}");
     let _ = std::fs::remove_dir_all(&home);
 }
+
+/// A stand-in cursor-agent that streams `FAKE_STREAM`, starts a background process that inherits
+/// its output (as `npm run dev &` would), records that process's pid, and then either exits with
+/// 7 or waits in the foreground (`FAKE_WAIT`), recording its own pid too.
+#[cfg(unix)]
+fn agent_with_a_background_process(dir: &Path) -> PathBuf {
+    let path = dir.join("cursor-agent-bg");
+    std::fs::write(
+        &path,
+        "#!/bin/sh\ncat \"$FAKE_STREAM\"\nsleep 1000 &\necho $! >> \"$FAKE_PIDS\"\necho $$ >> \"$FAKE_PIDS\"\n\
+         [ -n \"$FAKE_WAIT\" ] && sleep 1000\nexit 7\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    path
+}
+
+#[cfg(unix)]
+fn pids(file: &Path) -> Vec<u32> {
+    std::fs::read_to_string(file).unwrap_or_default().lines().filter_map(|l| l.trim().parse().ok()).collect()
+}
+
+#[cfg(unix)]
+#[test]
+fn a_run_ends_when_cursor_agent_exits_even_if_something_it_started_holds_its_output() {
+    let dir = common::tempdir();
+    let agent = agent_with_a_background_process(&dir);
+    let pid_file = dir.join("pids.txt");
+    let demo = common::example("demo.jsonl");
+    let envs = [
+        ("TOOLSTREAM_CURSOR_AGENT", agent.to_str().unwrap()),
+        ("FAKE_STREAM", demo.to_str().unwrap()),
+        ("FAKE_PIDS", pid_file.to_str().unwrap()),
+    ];
+    let started = Instant::now();
+    let mut p = Provider::start(&envs);
+    p.send(&request(json!({"kind": "cursor-agent"}), "go", &dir));
+    let d = drive(&mut p, false);
+    check_protocol(&d.lines).unwrap();
+    assert!(started.elapsed() < Duration::from_secs(30), "the run ended only after {:?}", started.elapsed());
+    // The whole recorded run arrived; the exit status is reported (the demo has its result line,
+    // so the run itself finished).
+    assert_eq!(d.messages.last().unwrap()["stopReason"], "stop");
+    // What cursor-agent started is gone with it.
+    let recorded = pids(&pid_file);
+    assert_eq!(recorded.len(), 2);
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(gone(recorded[0]), "background process {} survived", recorded[0]);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[cfg(unix)]
+#[test]
+fn abort_stops_cursor_agent_and_everything_it_started() {
+    let dir = common::tempdir();
+    let agent = agent_with_a_background_process(&dir);
+    let pid_file = dir.join("pids.txt");
+    // The first 20 lines of the demo: cursor-agent is still "working" when the client aborts.
+    let head = dir.join("head.jsonl");
+    let demo = std::fs::read_to_string(common::example("demo.jsonl")).unwrap();
+    std::fs::write(&head, demo.lines().take(20).map(|l| format!("{l}\n")).collect::<String>()).unwrap();
+    let envs = [
+        ("TOOLSTREAM_CURSOR_AGENT", agent.to_str().unwrap()),
+        ("FAKE_STREAM", head.to_str().unwrap()),
+        ("FAKE_PIDS", pid_file.to_str().unwrap()),
+        ("FAKE_WAIT", "1"),
+    ];
+    let mut p = Provider::start(&envs);
+    p.send(&request(json!({"kind": "cursor-agent"}), "go", &dir));
+    while p.next()["type"] != "tool_results" {}
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while pids(&pid_file).len() < 2 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let recorded = pids(&pid_file);
+    assert_eq!(recorded.len(), 2);
+    p.send(&json!({"type": "abort"}));
+    assert_eq!(p.wait(Duration::from_secs(10)), 130);
+    std::thread::sleep(Duration::from_millis(300));
+    for pid in recorded {
+        assert!(gone(pid), "process {pid} survived the abort");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -13,6 +13,7 @@ use std::ffi::OsString;
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdout, Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -34,6 +35,9 @@ const STDERR_KEEP: usize = 16 * 1024;
 const STDERR_REPORT: usize = 2000;
 /// How long cursor-agent may take to exit after closing its output.
 const EXIT_GRACE: Duration = Duration::from_secs(10);
+/// How long output may stay open after cursor-agent exited (a background process it started
+/// inherits the pipe) before its process group is killed so the run can end.
+const ORPHAN_GRACE: Duration = Duration::from_secs(2);
 
 /// How to run cursor-agent for one prompt.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -70,6 +74,10 @@ impl AgentCommand {
 /// The running cursor-agent: killed on abort, waited for at the end of its output.
 pub struct AgentProcess {
     child: Mutex<Child>,
+    /// cursor-agent leads its own process group: everything it started is killed with it.
+    pid: u32,
+    /// Its output reached its end.
+    output_ended: AtomicBool,
     stderr: Arc<Mutex<VecDeque<u8>>>,
     stderr_reader: Mutex<Option<JoinHandle<()>>>,
     /// Why it failed when no run was open to carry the message.
@@ -77,12 +85,30 @@ pub struct AgentProcess {
 }
 
 impl AgentProcess {
-    /// Kill it (abort). Safe to call at any time, more than once.
+    /// Kill it and everything it started (abort). Safe to call at any time, more than once.
     pub fn kill(&self) {
+        self.kill_group();
         if let Ok(mut c) = self.child.lock() {
             let _ = c.kill();
             let _ = c.wait();
         }
+    }
+
+    /// Kill cursor-agent's process group (the processes it started: shells, servers).
+    fn kill_group(&self) {
+        #[cfg(unix)]
+        {
+            let _ = Command::new("kill")
+                .args(["-KILL", "--", &format!("-{}", self.pid)])
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status();
+        }
+    }
+
+    /// Whether cursor-agent itself has exited (its status is kept for `wait`).
+    fn has_exited(&self) -> bool {
+        self.child.lock().ok().is_some_and(|mut c| matches!(c.try_wait(), Ok(Some(_))))
     }
 
     /// The failure no run carried (cursor-agent failed before its stream named a session).
@@ -130,6 +156,11 @@ impl AgentProcess {
 pub fn spawn(cmd: &AgentCommand) -> Result<(Source, Arc<AgentProcess>), String> {
     let mut command = Command::new(&cmd.bin);
     command.args(cmd.args()).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    #[cfg(unix)]
+    {
+        use std::os::unix::process::CommandExt;
+        command.process_group(0);
+    }
     if let Some(dir) = cmd.workspace.as_deref().filter(|d| d.is_dir()) {
         command.current_dir(dir);
     }
@@ -159,12 +190,16 @@ pub fn spawn(cmd: &AgentCommand) -> Result<(Source, Arc<AgentProcess>), String> 
             }
         })
     });
+    let pid = child.id();
     let process = Arc::new(AgentProcess {
         child: Mutex::new(child),
+        pid,
+        output_ended: AtomicBool::new(false),
         stderr,
         stderr_reader: Mutex::new(reader),
         failure: Mutex::new(None),
     });
+    watch_for_orphaned_output(process.clone());
     let reader = AgentReader {
         stdout,
         process: process.clone(),
@@ -174,6 +209,32 @@ pub fn spawn(cmd: &AgentCommand) -> Result<(Source, Arc<AgentProcess>), String> 
         ended: false,
     };
     Ok((Source::Live(LiveInput::new("cursor-agent", Box::new(reader))), process))
+}
+
+/// If cursor-agent exits while something it started still holds its output open (a background
+/// `npm run dev &`), the output would never end and neither would the run: after
+/// [`ORPHAN_GRACE`], kill its process group so the pipe closes and the run ends with its status.
+fn watch_for_orphaned_output(process: Arc<AgentProcess>) {
+    let spawned = std::thread::Builder::new().name("cursor-agent-watch".into()).spawn(move || {
+        while !process.output_ended.load(Ordering::SeqCst) {
+            std::thread::sleep(Duration::from_millis(100));
+            if process.has_exited() {
+                let deadline = Instant::now() + ORPHAN_GRACE;
+                while Instant::now() < deadline {
+                    if process.output_ended.load(Ordering::SeqCst) {
+                        return;
+                    }
+                    std::thread::sleep(Duration::from_millis(50));
+                }
+                tracing::warn!("cursor-agent exited but its output stayed open: stopping what it started");
+                process.kill_group();
+                return;
+            }
+        }
+    });
+    if let Err(e) = spawned {
+        tracing::warn!("cannot watch cursor-agent: {e}");
+    }
 }
 
 /// cursor-agent's stdout, plus the closing `result` line when it failed without one.
@@ -201,6 +262,7 @@ impl Read for AgentReader {
             return Ok(n);
         }
         self.ended = true;
+        self.process.output_ended.store(true, Ordering::SeqCst);
         let Some(message) = self.failure() else { return Ok(0) };
         if self.snoop.saw_result {
             tracing::warn!("{message}");

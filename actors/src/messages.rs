@@ -71,7 +71,12 @@ pub struct BridgeNextDeadline;
 // --- shard stages ---
 
 /// A batch of items (or output events) handed from one stage of a shard to the next, in order.
-/// Batching pays an actor hop per batch, not per event (ARCHITECTURE: Batching).
+/// Batching pays an actor hop per batch, not per event (ARCHITECTURE: Batching). The reply says
+/// whether every later stage handled it.
 #[derive(Debug, Message)]
-#[rtype(result = "()")]
+#[rtype(result = "Result<(), StageFailed>")]
 pub struct Batch<T: Send + 'static>(pub Vec<T>);
+
+/// A later stage of the shard is gone (it panicked): this batch's outputs are lost.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StageFailed;

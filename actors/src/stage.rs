@@ -9,7 +9,7 @@ use toolstream_schemas::OutputEvent;
 use crate::intake::IntakeCore;
 use crate::item::Item;
 use crate::lifecycle::LifecycleCore;
-use crate::messages::Batch;
+use crate::messages::{Batch, StageFailed};
 use crate::run::Coordinator;
 use crate::shell::ShellCore;
 use crate::usage::UsageCore;
@@ -78,7 +78,7 @@ impl<S: Stage> Actor for StageActor<S> {
 }
 
 impl<S: Stage> Handler<Batch<S::In>> for StageActor<S> {
-    type Result = ResponseFuture<()>;
+    type Result = ResponseFuture<Result<(), StageFailed>>;
 
     fn handle(&mut self, batch: Batch<S::In>, _: &mut Context<Self>) -> Self::Result {
         let mut out = Vec::with_capacity(batch.0.len());
@@ -87,10 +87,11 @@ impl<S: Stage> Handler<Batch<S::In>> for StageActor<S> {
         }
         let next = self.next.clone();
         Box::pin(async move {
-            if !out.is_empty() {
-                // The next stage lives on the same System; if it is gone, the shard is stopping.
-                let _ = next.send(Batch(out)).await;
+            if out.is_empty() {
+                return Ok(());
             }
+            // The next stage lives on the same System: an error means it is gone.
+            next.send(Batch(out)).await.unwrap_or(Err(StageFailed))
         })
     }
 }
@@ -115,4 +116,62 @@ pub fn start_shard(cfg: &crate::shard::ShardConfig, sink: Recipient<Batch<Output
     let lifecycle = LifecycleActor::new(cfg.lifecycle(), run.recipient()).start();
     let shell = ShellDeltaActor::new(cfg.shell(), lifecycle.recipient()).start();
     IntakeActor::new(IntakeCore::default(), shell.recipient()).start()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+
+    use super::*;
+
+    /// Passes numbers on; panics on 13.
+    struct Fragile;
+    impl Stage for Fragile {
+        type In = u32;
+        type Out = u32;
+        fn push(&mut self, input: u32, out: &mut Vec<u32>) {
+            assert_ne!(input, 13, "unlucky");
+            out.push(input);
+        }
+    }
+
+    struct Pass;
+    impl Stage for Pass {
+        type In = u32;
+        type Out = u32;
+        fn push(&mut self, input: u32, out: &mut Vec<u32>) {
+            out.push(input);
+        }
+    }
+
+    struct Count(Arc<AtomicUsize>);
+    impl Actor for Count {
+        type Context = Context<Self>;
+    }
+    impl Handler<Batch<u32>> for Count {
+        type Result = Result<(), StageFailed>;
+        fn handle(&mut self, batch: Batch<u32>, _: &mut Context<Self>) -> Self::Result {
+            self.0.fetch_add(batch.0.len(), Ordering::SeqCst);
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_batch_is_done_when_every_stage_handled_it_and_a_failed_stage_is_reported() {
+        let seen = Arc::new(AtomicUsize::new(0));
+        let counted = seen.clone();
+        actix::System::new().block_on(async move {
+            let end = Count(counted).start();
+            let fragile = StageActor::new(Fragile, end.recipient()).start();
+            let first = StageActor::new(Pass, fragile.recipient()).start();
+            assert_eq!(first.send(Batch(vec![1, 2, 3])).await.unwrap(), Ok(()));
+            // Handled by every stage before the reply: no waiting needed.
+            assert_eq!(seen.load(Ordering::SeqCst), 3);
+            // The middle stage panics: the first stage's reply says so.
+            let failed = first.send(Batch(vec![13])).await;
+            assert!(matches!(failed, Ok(Err(StageFailed)) | Err(_)), "{failed:?}");
+            assert_eq!(first.send(Batch(vec![4])).await.unwrap(), Err(StageFailed));
+        });
+    }
 }

@@ -357,8 +357,11 @@ impl Pipeline {
     pub fn finish(mut self) -> Stats {
         // Seal whatever unnumbered items (ticks) left behind, then stop shards and sequencer.
         if let Ok(mut gate) = self.gate.lock() {
-            let empty = self.shards.iter().map(|_| Vec::new()).collect();
-            gate.send_all(&self.doors(), empty);
+            // Nothing is sent after a Cancel; the cancel's own batch was numbered already.
+            if !gate.cancelled {
+                let empty = self.shards.iter().map(|_| Vec::new()).collect();
+                gate.send_all(&self.doors(), empty);
+            }
         }
         for s in self.shards.drain(..) {
             if let Err(e) = s.stop() {

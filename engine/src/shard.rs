@@ -9,7 +9,7 @@ use std::thread::JoinHandle;
 use actix::prelude::*;
 use crossbeam_channel::{bounded, Receiver, Sender};
 use toolstream_actors::item::Item;
-use toolstream_actors::messages::Batch;
+use toolstream_actors::messages::{Batch, StageFailed};
 use toolstream_actors::shard::ShardConfig;
 use toolstream_actors::stage::{start_shard, IntakeActor};
 use toolstream_schemas::OutputEvent;
@@ -58,14 +58,15 @@ impl Actor for Fanout {
 }
 
 impl Handler<Batch<OutputEvent>> for Fanout {
-    type Result = ();
+    type Result = Result<(), StageFailed>;
 
-    fn handle(&mut self, batch: Batch<OutputEvent>, _: &mut Context<Self>) {
+    fn handle(&mut self, batch: Batch<OutputEvent>, _: &mut Context<Self>) -> Self::Result {
         if self.buffer.is_empty() {
             self.buffer = batch.0;
         } else {
             self.buffer.extend(batch.0);
         }
+        Ok(())
     }
 }
 
@@ -165,8 +166,8 @@ fn pump(door: Receiver<DoorMsg>, first: Addr<IntakeActor>, fanout: Addr<Fanout>,
         match msg {
             DoorMsg::Items { seq, items } => {
                 // Resolves once the batch has passed every stage (see `stage::StageActor`); an
-                // error means the System is gone (a stage panicked).
-                if futures::executor::block_on(first.send(Batch(items))).is_err() {
+                // error means a stage (or the whole System) is gone: it panicked.
+                if !matches!(futures::executor::block_on(first.send(Batch(items))), Ok(Ok(()))) {
                     if healthy {
                         tracing::error!("a shard stage failed; its sessions' output is incomplete");
                     }

@@ -4,12 +4,14 @@
 //! as `reportedCallId`) and, when it has none, its start's args. Repeated reports — the same call
 //! id again, an id-less report identical to an earlier completion, a start after its completion —
 //! are dropped here with a trace record, so the shell, lifecycle and run stages never see them.
+//! An id-less shell report that matches two identical shells still running is held until one of
+//! them completes by id (then it is that completion again, or the other's) or the run ends.
 
 use rustc_hash::FxHashMap as HashMap;
 use std::sync::Arc;
 
 use toolstream_schemas::ids::call_ref;
-use toolstream_schemas::{Input, InputEvent};
+use toolstream_schemas::{Input, InputEvent, ToolEvent};
 
 use crate::item::Item;
 use crate::run::calls::{CallTable, Completion};
@@ -18,17 +20,30 @@ use crate::run::calls::{CallTable, Completion};
 #[derive(Debug, Default)]
 pub struct IntakeCore {
     tables: HashMap<Arc<str>, CallTable>,
+    /// Ambiguous id-less shell reports, per session, in arrival order.
+    held: HashMap<Arc<str>, Vec<InputEvent>>,
 }
 
 impl IntakeCore {
     pub fn push(&mut self, item: Item, out: &mut Vec<Item>) {
         match item {
-            Item::Input(mut ev) => {
-                if self.on_input(&mut ev, out) {
+            Item::Input(mut ev) => match self.on_input(&mut ev, out) {
+                Next::Drop => {}
+                Next::Forward => out.push(Item::Input(ev)),
+                Next::Hold => self.held.entry(ev.session.clone()).or_default().push(ev),
+                Next::ForwardAndSettle => {
+                    // Forward this completion before any held report it settles.
+                    let session = ev.session.clone();
                     out.push(Item::Input(ev));
+                    self.release_held(&session, false, out);
                 }
-            }
+            },
             Item::EndOfSource | Item::Cancel => {
+                let mut sessions: Vec<Arc<str>> = self.held.keys().cloned().collect();
+                sessions.sort();
+                for session in sessions {
+                    self.release_held(&session, true, out);
+                }
                 self.tables.clear();
                 out.push(item);
             }
@@ -36,59 +51,109 @@ impl IntakeCore {
         }
     }
 
-    /// Returns whether the event goes on.
-    fn on_input(&mut self, ev: &mut InputEvent, out: &mut Vec<Item>) -> bool {
+    /// Decides where the event goes.
+    fn on_input(&mut self, ev: &mut InputEvent, out: &mut Vec<Item>) -> Next {
         let at_ms = ev.at_ms.unwrap_or(0);
         match &mut ev.kind {
             Input::RunStarted(_) => {
-                self.tables.insert(ev.session.clone(), CallTable::default());
-                true
+                // Reports held from a previous run that never ended go out under that run.
+                let session = ev.session.clone();
+                self.release_held(&session, true, out);
+                self.tables.insert(session, CallTable::default());
+                Next::Forward
             }
             Input::RunEnded(_) => {
-                self.tables.remove(&ev.session);
-                true
+                let session = ev.session.clone();
+                self.release_held(&session, true, out);
+                self.tables.remove(&session);
+                Next::Forward
             }
             Input::ToolStarted(t) | Input::ToolPartial(t) => {
                 let table = self.tables.entry(ev.session.clone()).or_default();
                 if table.start(t, at_ms) || table.is_started(&t.call_id) {
-                    true
+                    Next::Forward
                 } else {
                     // A start (or partial report) of a call that already completed.
                     out.push(dropped(&ev.session, at_ms, &t.call_id, "ignore-start-after-completion"));
-                    false
+                    Next::Drop
                 }
             }
             Input::ToolCompleted(t) => {
                 let table = self.tables.entry(ev.session.clone()).or_default();
-                match table.complete(t) {
-                    Completion::Duplicate(why) => {
-                        let mut d = dropped(&ev.session, at_ms, &t.call_id, "drop-duplicate-completion");
-                        if let Item::Diagnostic { fields, .. } = &mut d {
-                            fields.insert("reason".into(), why.into());
-                        }
-                        out.push(d);
-                        false
-                    }
-                    Completion::Matched(start) => {
-                        if t.call_id != start.call_id {
-                            let reported = std::mem::replace(&mut t.call_id, start.call_id);
-                            if let Ok(raw) = serde_json::value::to_raw_value(&reported) {
-                                t.extra.push(("reportedCallId".into(), raw));
-                            }
-                        }
-                        if t.args.is_none() {
-                            t.args = start.args;
-                        }
-                        if t.started_at_ms.is_none() {
-                            t.started_at_ms = start.started_at_ms;
-                        }
-                        true
-                    }
-                    Completion::Unmatched => true,
+                if table.is_ambiguous_shell_report(t) {
+                    Next::Hold
+                } else if !complete(table, &ev.session, at_ms, t, out) {
+                    Next::Drop
+                } else if self.held.contains_key(&ev.session) {
+                    Next::ForwardAndSettle
+                } else {
+                    Next::Forward
                 }
             }
-            _ => true,
+            _ => Next::Forward,
         }
+    }
+}
+
+/// Where an input event goes after intake.
+enum Next {
+    Forward,
+    Drop,
+    /// An ambiguous id-less shell report, kept until it can be told apart.
+    Hold,
+    /// A completion that may settle held reports: forward it, then retry them.
+    ForwardAndSettle,
+}
+
+impl IntakeCore {
+    /// Run held reports of `session` through matching again: those still ambiguous stay held
+    /// unless `all` (the run is ending), the rest are dropped as repeats or go on.
+    fn release_held(&mut self, session: &Arc<str>, all: bool, out: &mut Vec<Item>) {
+        let Some(held) = self.held.remove(session) else { return };
+        let table = self.tables.entry(session.clone()).or_default();
+        let mut still = Vec::new();
+        for mut ev in held {
+            let at_ms = ev.at_ms.unwrap_or(0);
+            let Input::ToolCompleted(t) = &mut ev.kind else { continue };
+            if !all && table.is_ambiguous_shell_report(t) {
+                still.push(ev);
+            } else if complete(table, session, at_ms, t, out) {
+                out.push(Item::Input(ev));
+            }
+        }
+        if !still.is_empty() {
+            self.held.insert(session.clone(), still);
+        }
+    }
+}
+
+/// Match one completion against `table`; returns whether it goes on.
+fn complete(table: &mut CallTable, session: &Arc<str>, at_ms: u64, t: &mut ToolEvent, out: &mut Vec<Item>) -> bool {
+    match table.complete(t) {
+        Completion::Duplicate(why) => {
+            let mut d = dropped(session, at_ms, &t.call_id, "drop-duplicate-completion");
+            if let Item::Diagnostic { fields, .. } = &mut d {
+                fields.insert("reason".into(), why.into());
+            }
+            out.push(d);
+            false
+        }
+        Completion::Matched(start) => {
+            if t.call_id != start.call_id {
+                let reported = std::mem::replace(&mut t.call_id, start.call_id);
+                if let Ok(raw) = serde_json::value::to_raw_value(&reported) {
+                    t.extra.push(("reportedCallId".into(), raw));
+                }
+            }
+            if t.args.is_none() {
+                t.args = start.args;
+            }
+            if t.started_at_ms.is_none() {
+                t.started_at_ms = start.started_at_ms;
+            }
+            true
+        }
+        Completion::Unmatched => true,
     }
 }
 

@@ -1,6 +1,8 @@
 use std::sync::Arc;
 
-use toolstream_schemas::{Input, InputEvent, ResultStatus, RunStart, SourcePos, Tool, ToolEvent, ToolKind};
+use toolstream_schemas::{
+    Input, InputEvent, ResultStatus, RunEnd, RunStart, RunStatus, SourcePos, Tool, ToolEvent, ToolKind,
+};
 
 use super::IntakeCore;
 use crate::item::Item;
@@ -28,6 +30,7 @@ fn passed(items: Vec<Item>) -> Vec<String> {
             Item::Input(InputEvent { kind: Input::ToolCompleted(t), .. }) => {
                 Some(format!("done:{}:{}", t.call_id, t.args.is_some()))
             }
+            Item::Input(InputEvent { kind: Input::RunEnded(_), .. }) => Some("end".to_owned()),
             Item::Diagnostic { fields, .. } => Some(format!("drop:{}", fields["action"].as_str().unwrap())),
             _ => None,
         })
@@ -73,4 +76,58 @@ fn repeats_are_dropped_and_never_steal_another_call() {
             "done:b:true"
         ]
     );
+}
+
+fn shell(id: &str, result: Option<&str>) -> Box<ToolEvent> {
+    let result = result.map(|r| (ResultStatus::Success, r));
+    Box::new(ToolEvent::from_json(id, Tool::Known(ToolKind::Shell), Some(r#"{"command":"date"}"#), result).unwrap())
+}
+
+#[test]
+fn idless_reports_of_identical_running_shells_wait_until_they_can_be_told_apart() {
+    // Two identical shells run at once; the SDK's id-less step reports arrive before either
+    // completes by id. Each report is one of those completions again, never a third call.
+    let out = passed(vec![
+        ev(0, Input::RunStarted(RunStart::default())),
+        ev(1, Input::ToolStarted(shell("a", None))),
+        ev(2, Input::ToolStarted(shell("b", None))),
+        ev(3, Input::ToolCompleted(shell("", Some(r#"{"stdout":"10:00:01"}"#)))),
+        ev(4, Input::ToolCompleted(shell("", Some(r#"{"stdout":"10:00:02"}"#)))),
+        ev(5, Input::ToolCompleted(shell("a", Some(r#"{"stdout":"10:00:01"}"#)))),
+        ev(6, Input::ToolCompleted(shell("b", Some(r#"{"stdout":"10:00:02"}"#)))),
+    ]);
+    assert_eq!(
+        out,
+        vec![
+            "start:a",
+            "start:b",
+            "done:a:true",
+            "drop:drop-duplicate-completion",
+            // The other report is now `b`'s completion (one shell left), so `b`'s own is a repeat.
+            "done:b:true",
+            "drop:drop-duplicate-completion",
+        ]
+    );
+}
+
+#[test]
+fn held_reports_are_released_when_the_run_ends() {
+    let out = passed(vec![
+        ev(0, Input::RunStarted(RunStart::default())),
+        ev(1, Input::ToolStarted(shell("a", None))),
+        ev(2, Input::ToolStarted(shell("b", None))),
+        ev(3, Input::ToolCompleted(shell("", Some(r#"{"stdout":"x"}"#)))),
+        ev(
+            4,
+            Input::RunEnded(RunEnd {
+                status: RunStatus::Finished,
+                result_text: None,
+                usage: None,
+                error: None,
+                duration_ms: None,
+                extra: vec![],
+            }),
+        ),
+    ]);
+    assert_eq!(out, vec!["start:a", "start:b", "done::true", "end"]);
 }

@@ -48,7 +48,8 @@ pub fn fingerprint(tool: &Tool, args: Option<&RawJson>) -> Option<u64> {
     Some(h.finish())
 }
 
-fn display_fingerprint(ev: &ToolEvent, args: Option<&RawJson>) -> u64 {
+/// Fingerprint of what a report would display: `(tool, args, result)`.
+pub fn display_fingerprint(ev: &ToolEvent, args: Option<&RawJson>) -> u64 {
     let mut h = DefaultHasher::default();
     ev.tool.name().hash(&mut h);
     args.map(|a| a.get()).hash(&mut h);
@@ -84,6 +85,16 @@ impl CallTable {
         }
         self.started.push(call);
         true
+    }
+
+    /// Whether an id-less shell report matches two or more identical shells still running, so it
+    /// cannot be told which it completes (SPEC §5.2: identical concurrent shells are never joined).
+    pub fn is_ambiguous_shell_report(&self, ev: &ToolEvent) -> bool {
+        if !ev.call_id.is_empty() || ev.tool != Tool::Known(ToolKind::Shell) {
+            return false;
+        }
+        let Some(fp) = fingerprint(&ev.tool, ev.args.as_ref()) else { return false };
+        self.started.iter().filter(|c| c.fingerprint == Some(fp)).count() >= 2
     }
 
     /// Whether a call with this id is started and not completed.

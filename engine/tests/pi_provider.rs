@@ -15,6 +15,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod common;
+use common::{run_with_timeout, wait_or_kill, Finished};
 
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read, Write};
@@ -578,26 +579,10 @@ struct PiRun {
 
 /// `pi --mode json -p PROMPT` within [`PI_TIMEOUT`].
 fn run_pi_json(mut cmd: Command, prompt: &str) -> Result<PiRun, String> {
-    cmd.args(["--mode", "json", "-p", prompt]).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
-    let mut child = cmd.spawn().map_err(|e| format!("cannot start pi: {e}"))?;
-    let mut out = child.stdout.take().unwrap();
-    let mut err = child.stderr.take().unwrap();
-    let reader = std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ = out.read_to_string(&mut s);
-        s
-    });
-    let err_reader = std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ = err.read_to_string(&mut s);
-        s
-    });
-    let code = wait_or_kill(&mut child, PI_TIMEOUT);
-    let (stdout, stderr) = (reader.join().unwrap_or_default(), err_reader.join().unwrap_or_default());
-    match code {
-        Some(Some(0)) => {}
-        Some(code) => return Err(format!("pi exited {code:?}: {stderr}")),
-        None => return Err(format!("pi timed out after {PI_TIMEOUT:?}; stderr: {stderr}")),
+    cmd.args(["--mode", "json", "-p", prompt]);
+    let Finished { code, stdout, stderr } = run_with_timeout(&mut cmd, None, PI_TIMEOUT)?;
+    if code != Some(0) {
+        return Err(format!("pi exited {code:?}: {stderr}"));
     }
     let events = stdout
         .split('\n')
@@ -605,22 +590,6 @@ fn run_pi_json(mut cmd: Command, prompt: &str) -> Result<PiRun, String> {
         .map(|l| serde_json::from_str(l).map_err(|e| format!("pi printed a non-JSON line ({e}): {l}")))
         .collect::<Result<_, _>>()?;
     Ok(PiRun { events, stderr })
-}
-
-/// `Some(exit code)` when the child exits in time; otherwise kill it and return `None`.
-fn wait_or_kill(child: &mut Child, timeout: Duration) -> Option<Option<i32>> {
-    let deadline = Instant::now() + timeout;
-    loop {
-        match child.try_wait() {
-            Ok(Some(status)) => return Some(status.code()),
-            Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(20)),
-            _ => {
-                let _ = child.kill();
-                let _ = child.wait();
-                return None;
-            }
-        }
-    }
 }
 
 fn without_timestamp(m: &Value) -> Value {

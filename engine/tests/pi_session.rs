@@ -11,6 +11,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod common;
+use common::{run_with_timeout, wait_or_kill, Finished};
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
@@ -361,7 +362,7 @@ fn check_export(r: &Replayed, html: &str) -> Result<(), String> {
 fn check_rendered_cards(r: &Replayed, html: &Path) -> Result<(), String> {
     let script = html.with_file_name("render.mjs");
     std::fs::write(&script, RENDER_JS).unwrap();
-    let out = run_with_timeout(Command::new("node").arg(&script).arg(html), None)?;
+    let out = run_with_timeout(Command::new("node").arg(&script).arg(html), None, PI_TIMEOUT)?;
     if out.code != Some(0) {
         return Err(format!("rendering the export failed: {}", out.stderr));
     }
@@ -561,61 +562,10 @@ fn pi_command(pi: &Path, home: &Path) -> Command {
     cmd
 }
 
-struct Finished {
-    code: Option<i32>,
-    stdout: String,
-    stderr: String,
-}
-
 fn run_pi(pi: &Path, home: &Path, args: &[&str], stdin: Option<&[u8]>) -> Result<Finished, String> {
     let mut cmd = pi_command(pi, home);
     cmd.args(args);
-    run_with_timeout(&mut cmd, stdin)
-}
-
-/// Run to completion within [`PI_TIMEOUT`], killing the process when it takes longer.
-fn run_with_timeout(cmd: &mut Command, stdin: Option<&[u8]>) -> Result<Finished, String> {
-    cmd.stdin(if stdin.is_some() { Stdio::piped() } else { Stdio::null() })
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let mut child = cmd.spawn().map_err(|e| format!("cannot start {cmd:?}: {e}"))?;
-    if let (Some(bytes), Some(mut pipe)) = (stdin, child.stdin.take()) {
-        let _ = pipe.write_all(bytes);
-    }
-    let mut out = child.stdout.take().unwrap();
-    let mut err = child.stderr.take().unwrap();
-    let reader = std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ = out.read_to_string(&mut s);
-        s
-    });
-    let err_reader = std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ = err.read_to_string(&mut s);
-        s
-    });
-    let code = wait_or_kill(&mut child, PI_TIMEOUT);
-    let (stdout, stderr) = (reader.join().unwrap_or_default(), err_reader.join().unwrap_or_default());
-    match code {
-        Some(code) => Ok(Finished { code, stdout, stderr }),
-        None => Err(format!("{cmd:?} timed out after {PI_TIMEOUT:?}; stderr: {stderr}")),
-    }
-}
-
-/// `Some(exit code)` when the child exits in time; otherwise kill it and return `None`.
-fn wait_or_kill(child: &mut Child, timeout: Duration) -> Option<Option<i32>> {
-    let deadline = Instant::now() + timeout;
-    loop {
-        match child.try_wait() {
-            Ok(Some(status)) => return Some(status.code()),
-            Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(20)),
-            _ => {
-                let _ = child.kill();
-                let _ = child.wait();
-                return None;
-            }
-        }
-    }
+    run_with_timeout(&mut cmd, stdin, PI_TIMEOUT)
 }
 
 /// Standard base64 (with padding), as the export embeds the session.

@@ -1,11 +1,13 @@
 //! Shared helpers for the engine's integration tests: locating the shared fixtures (tests skip
 //! cleanly when `../shared` is absent), running the real `toolstream` binary, and collecting the
-//! output events of a replay through the library.
+//! output events of a replay through the library, and running other programs (pi) with a timeout.
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output as ProcOutput, Stdio};
+use std::process::{Child, Command, Output as ProcOutput, Stdio};
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use toolstream::pipeline::{Pipeline, PipelineOptions, Stats};
 use toolstream::source::Source;
@@ -152,4 +154,56 @@ pub fn captures_and_examples() -> Vec<PathBuf> {
 /// A capture's short name (file stem).
 pub fn name(p: &Path) -> String {
     p.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default()
+}
+
+/// How a program run by [`run_with_timeout`] ended.
+pub struct Finished {
+    pub code: Option<i32>,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+/// Run to completion within `timeout`, killing the process when it takes longer.
+pub fn run_with_timeout(cmd: &mut Command, stdin: Option<&[u8]>, timeout: Duration) -> Result<Finished, String> {
+    cmd.stdin(if stdin.is_some() { Stdio::piped() } else { Stdio::null() })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = cmd.spawn().map_err(|e| format!("cannot start {cmd:?}: {e}"))?;
+    if let (Some(bytes), Some(mut pipe)) = (stdin, child.stdin.take()) {
+        let _ = pipe.write_all(bytes);
+    }
+    let mut out = child.stdout.take().unwrap();
+    let mut err = child.stderr.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = out.read_to_string(&mut s);
+        s
+    });
+    let err_reader = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = err.read_to_string(&mut s);
+        s
+    });
+    let code = wait_or_kill(&mut child, timeout);
+    let (stdout, stderr) = (reader.join().unwrap_or_default(), err_reader.join().unwrap_or_default());
+    match code {
+        Some(code) => Ok(Finished { code, stdout, stderr }),
+        None => Err(format!("{cmd:?} timed out after {timeout:?}; stderr: {stderr}")),
+    }
+}
+
+/// `Some(exit code)` when the child exits in time; otherwise kill it and return `None`.
+pub fn wait_or_kill(child: &mut Child, timeout: Duration) -> Option<Option<i32>> {
+    let deadline = Instant::now() + timeout;
+    loop {
+        match child.try_wait() {
+            Ok(Some(status)) => return Some(status.code()),
+            Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(20)),
+            _ => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return None;
+            }
+        }
+    }
 }

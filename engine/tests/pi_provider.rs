@@ -491,6 +491,16 @@ fn a_delivered_run_ends_when_the_client_leaves_even_if_cursor_agent_lingers() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// The first 20 lines of the demo, written to `dir/head.jsonl`: a run that is open and has
+/// delivered a message but has not ended.
+#[cfg(unix)]
+fn demo_head(dir: &Path) -> PathBuf {
+    let head = dir.join("head.jsonl");
+    let demo = std::fs::read_to_string(common::example("demo.jsonl")).unwrap();
+    std::fs::write(&head, demo.lines().take(20).map(|l| format!("{l}\n")).collect::<String>()).unwrap();
+    head
+}
+
 #[cfg(unix)]
 #[test]
 fn a_failing_cursor_agent_ends_the_run_with_its_scrubbed_stderr() {
@@ -498,9 +508,7 @@ fn a_failing_cursor_agent_ends_the_run_with_its_scrubbed_stderr() {
     let agent = fake_cursor_agent(&dir);
     let args_file = dir.join("args.txt");
     // The first 20 lines of the demo: the run is open (and has delivered a message) when it dies.
-    let head = dir.join("head.jsonl");
-    let demo = std::fs::read_to_string(common::example("demo.jsonl")).unwrap();
-    std::fs::write(&head, demo.lines().take(20).map(|l| format!("{l}\n")).collect::<String>()).unwrap();
+    let head = demo_head(&dir);
     let secret = "key_0123456789abcdefSECRET";
     let stderr = format!("boom: request failed with {secret}");
     let envs = [
@@ -1025,9 +1033,7 @@ fn abort_stops_cursor_agent_and_everything_it_started() {
     let agent = agent_with_a_background_process(&dir);
     let pid_file = dir.join("pids.txt");
     // The first 20 lines of the demo: cursor-agent is still "working" when the client aborts.
-    let head = dir.join("head.jsonl");
-    let demo = std::fs::read_to_string(common::example("demo.jsonl")).unwrap();
-    std::fs::write(&head, demo.lines().take(20).map(|l| format!("{l}\n")).collect::<String>()).unwrap();
+    let head = demo_head(&dir);
     let envs = [
         ("TOOLSTREAM_CURSOR_AGENT", agent.to_str().unwrap()),
         ("FAKE_STREAM", head.to_str().unwrap()),

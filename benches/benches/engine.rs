@@ -17,6 +17,10 @@ use toolstream_actors::shell::ShellCore;
 use toolstream_actors::usage::UsageCore;
 use toolstream_schemas::{InputEvent, OutputEvent, ResultStatus, Tool, ToolEvent, ToolKind, ToolResult};
 
+/// The allocator the `toolstream` binary uses, so these numbers are the binary's.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn decode_all(bytes: &[u8]) -> Vec<InputEvent> {
     let mut reader = LineReader::new(bytes);
     let mut decoder = Decoder::new("bench", None);

@@ -13,6 +13,10 @@ use toolstream_schemas::cursor_cli::line::Line;
 use toolstream_sinks::jsonl_trace::JsonlTraceSink;
 use toolstream_sinks::{Sink, SinkError};
 
+use toolstream_actors::item::Item;
+use toolstream_actors::shard::ShardCore;
+
+use crate::clock::EventTime;
 use crate::decode::framing::{Frame, LineReader};
 use crate::decode::Decoder;
 use crate::pipeline::{Pipeline, PipelineOptions};
@@ -26,6 +30,9 @@ pub enum Stage {
     Floor,
     /// Full decoding to canonical input events.
     Decode,
+    /// Decoding plus every stage core of one shard, on one thread, with no actors, queues or
+    /// sinks: the work itself, without the engine's plumbing.
+    Cores,
     /// End to end through the actors to a null sink.
     E2eNull,
     /// End to end to the JSONL debug trace sink.
@@ -35,14 +42,15 @@ pub enum Stage {
 }
 
 impl Stage {
-    pub fn all() -> [Stage; 5] {
-        [Stage::Floor, Stage::Decode, Stage::E2eNull, Stage::E2eJsonl, Stage::E2ePiSession]
+    pub fn all() -> [Stage; 6] {
+        [Stage::Floor, Stage::Decode, Stage::Cores, Stage::E2eNull, Stage::E2eJsonl, Stage::E2ePiSession]
     }
 
     pub fn label(self) -> &'static str {
         match self {
             Stage::Floor => "floor (split + envelope parse)",
             Stage::Decode => "decode to canonical events",
+            Stage::Cores => "decode + stage cores, one thread",
             Stage::E2eNull => "end to end → null sink",
             Stage::E2eJsonl => "end to end → JSONL trace",
             Stage::E2ePiSession => "end to end → pi session",
@@ -87,6 +95,7 @@ pub fn run_stage(stage: Stage, input: &Path, scratch: &Path) -> Result<Measureme
     let (bytes, lines, events) = match stage {
         Stage::Floor => floor(input)?,
         Stage::Decode => decode(input)?,
+        Stage::Cores => cores(input)?,
         Stage::E2eNull => e2e(input, vec![Box::new(NullSink)])?,
         Stage::E2eJsonl => {
             let path = scratch.join("bench-trace.jsonl");
@@ -145,6 +154,29 @@ fn decode(input: &Path) -> Result<(u64, u64, u64), MeasureError> {
         out.clear();
     }
     Ok((reader.position(), lines, events))
+}
+
+/// Decoding and every stage core on this thread, outputs dropped.
+fn cores(input: &Path) -> Result<(u64, u64, u64), MeasureError> {
+    let mut reader = open(input)?;
+    let mut decoder = Decoder::new(input.display().to_string(), None);
+    let mut time = EventTime::default();
+    let mut core = ShardCore::default();
+    let (mut events, mut out) = (Vec::new(), Vec::new());
+    let (mut lines, mut count) = (0u64, 0u64);
+    while let Some(frame) = reader.next_frame().map_err(|e| MeasureError::Read(input.to_path_buf(), e))? {
+        lines += 1;
+        let _ = decoder.decode_frame(frame, &mut events);
+        for mut ev in events.drain(..) {
+            count += 1;
+            time.stamp(&mut ev);
+            core.push(Item::Input(ev), &mut out);
+        }
+        out.clear();
+    }
+    core.push(Item::EndOfSource, &mut out);
+    std::hint::black_box(&out);
+    Ok((reader.position(), lines, count))
 }
 
 /// End to end through the engine with the default number of shards.

@@ -102,6 +102,7 @@ fn stage_arg(stage: Stage) -> &'static str {
     match stage {
         Stage::Floor => "floor",
         Stage::Decode => "decode",
+        Stage::Cores => "cores",
         Stage::E2eNull => "e2e-null",
         Stage::E2eJsonl => "e2e-jsonl",
         Stage::E2ePiSession => "e2e-pi-session",

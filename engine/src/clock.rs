@@ -4,10 +4,10 @@
 //! event, so a deferred line appears while Cursor is still waiting on a tool. `--realtime`
 //! paces a recording by its recorded times and ticks the same way.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use rustc_hash::FxHashMap as HashMap;
 use toolstream_schemas::InputEvent;
 
 /// How the engine keeps time for a source.

@@ -53,7 +53,30 @@ pub struct UsageCore {
 }
 
 fn utf16_len(s: &str) -> u64 {
-    s.chars().map(|c| c.len_utf16() as u64).sum()
+    utf16_units(s.as_bytes())
+}
+
+/// UTF-16 code units of valid UTF-8 bytes: one per character, two for those of four bytes.
+fn utf16_units(bytes: &[u8]) -> u64 {
+    bytes.iter().map(|&b| u64::from(b & 0xC0 != 0x80) + u64::from(b >= 0xF0)).sum()
+}
+
+/// UTF-16 code units of a JSON value's compact serialization, counted as it is written.
+fn json_utf16_len(value: &serde_json::Value) -> u64 {
+    struct Units(u64);
+    impl std::io::Write for Units {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 += utf16_units(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut units = Units(0);
+    // Writing to a counter cannot fail, and serde_json writes whole characters.
+    let _ = serde_json::to_writer(&mut units, value);
+    units.0
 }
 
 impl UsageCore {
@@ -104,7 +127,7 @@ impl UsageCore {
             }
             Output::Card(card) => {
                 let r = self.runs.entry(run).or_default();
-                r.output_units += utf16_len(&card.args.to_string());
+                r.output_units += json_utf16_len(&card.args);
                 let result = estimate_tokens(&card.content);
                 r.next_input += result;
                 r.context += result;

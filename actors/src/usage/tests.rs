@@ -167,3 +167,12 @@ fn every_usage_carries_a_cost_object() {
     let json = serde_json::to_value(u[0]).unwrap();
     assert_eq!(json["cost"]["total"], 0.0);
 }
+
+#[test]
+fn utf16_units_are_counted_from_utf8_and_while_serializing() {
+    for s in ["", "plain", "café", "日本語", "🙂 ok", "a\u{10FFFF}b"] {
+        assert_eq!(super::utf16_len(s), s.encode_utf16().count() as u64, "{s:?}");
+    }
+    let args = serde_json::json!({"command": "echo 🙂", "path": "/tmp/é", "n": [1, 2]});
+    assert_eq!(super::json_utf16_len(&args), args.to_string().encode_utf16().count() as u64);
+}

@@ -15,10 +15,14 @@ use toolstream_schemas::{
 
 use super::raw_object;
 
-/// Decodes stream-json lines; keeps the last session id interned so lines share one `Arc`.
+/// Most session ids kept interned; past it the table starts over.
+const INTERNED_MAX: usize = 4_096;
+
+/// Decodes stream-json lines; interns session ids so the lines of a session share one `Arc`
+/// (a busy stream interleaves many sessions: without it every line allocated its id).
 #[derive(Debug, Default)]
 pub struct CliDecoder {
-    session: Option<Arc<str>>,
+    sessions: rustc_hash::FxHashSet<Arc<str>>,
 }
 
 impl CliDecoder {
@@ -104,14 +108,15 @@ impl CliDecoder {
     }
 
     fn intern(&mut self, s: &str) -> Arc<str> {
-        match &self.session {
-            Some(a) if &**a == s => a.clone(),
-            _ => {
-                let a: Arc<str> = Arc::from(s);
-                self.session = Some(a.clone());
-                a
-            }
+        if let Some(a) = self.sessions.get(s) {
+            return a.clone();
         }
+        if self.sessions.len() >= INTERNED_MAX {
+            self.sessions.clear();
+        }
+        let a: Arc<str> = Arc::from(s);
+        self.sessions.insert(a.clone());
+        a
     }
 }
 

@@ -149,6 +149,9 @@ fn display_line_chars(chars: impl Iterator<Item = char>, max_chars: usize) -> St
 /// One preview line: tabs → 3 spaces, other control characters (and U+2028/U+2029) → space,
 /// indentation kept; cut to `max_chars` chars with `…`. Returns the line and its char count.
 fn preview_line_counted(line: &str, max_chars: usize) -> (String, usize) {
+    if shown_as_is(line, max_chars) {
+        return (line.to_owned(), line.len());
+    }
     let cleaned = line.chars().flat_map(|c| {
         let (shown, width) = if c == '\t' {
             (' ', TAB_WIDTH)
@@ -164,7 +167,7 @@ fn preview_line_counted(line: &str, max_chars: usize) -> (String, usize) {
 
 /// Collects at most `max_chars` chars; when more follow, the last kept char becomes `…`.
 fn collect_bounded(chars: impl Iterator<Item = char>, max_chars: usize) -> (String, usize) {
-    let mut out = String::new();
+    let mut out = String::with_capacity(chars.size_hint().0.min(max_chars));
     let mut count = 0usize;
     let mut last_start = 0usize;
     for c in chars {
@@ -185,6 +188,20 @@ fn collect_bounded(chars: impl Iterator<Item = char>, max_chars: usize) -> (Stri
 /// One preview line (tabs → 3 spaces, control characters → space, cut to `max_chars` with `…`).
 pub fn preview_line(line: &str, max_chars: usize) -> String {
     preview_line_counted(line, max_chars).0
+}
+
+/// [`preview_line`] of an owned line, kept without a copy when it needs no change.
+pub fn preview_line_owned(line: String, max_chars: usize) -> String {
+    if shown_as_is(&line, max_chars) {
+        line
+    } else {
+        preview_line(&line, max_chars)
+    }
+}
+
+/// Printable ASCII that fits (most lines) is shown as it is.
+fn shown_as_is(line: &str, max_chars: usize) -> bool {
+    line.len() <= max_chars && line.bytes().all(|b| (0x20..0x7f).contains(&b))
 }
 
 /// Lines of `s` with their byte span (content only, without the line ending).

@@ -4,11 +4,13 @@
 
 use serde_json::{json, Map, Value};
 use toolstream_schemas::cursor_cli::tool_models::{parse_args, parse_failure, parse_success};
-use toolstream_schemas::{Card, IncompleteCall, LineKind, RawJson, StyledLine, Tool, ToolEvent, ToolKind, ToolResult};
+use toolstream_schemas::{
+    CallRef, Card, IncompleteCall, LineKind, RawJson, StyledLine, Tool, ToolEvent, ToolKind, ToolResult,
+};
 
 use super::bodies::{render_known, render_unknown, summary_from_args, Outcome, RenderCtx, Rendered};
 use super::bounds::{bound_transcript, display_line, preview, DISPLAY_LINE_CHARS};
-use super::diff::{diff_preview, parse_unified, DiffLine, DiffLineKind};
+use super::diff::{diff_preview, parse_unified, DiffLine, DiffLineKind, DIFF_PREVIEW_COLLAPSED};
 use super::scrub::Scrubber;
 use toolstream_schemas::ids::call_ref;
 
@@ -47,8 +49,7 @@ pub fn build_card(ctx: &CardContext<'_>, ev: &ToolEvent) -> Card {
         }
         None => render_unknown(raw_args.as_ref(), ev.result.as_ref().map(|r| (&r.status, r.value.get()))),
     };
-    let mut card = assemble(ctx, &ev.tool, rendered, raw_args, status);
-    card.call = call_ref(&ev.call_id);
+    let mut card = assemble(ctx, &ev.tool, rendered, raw_args, status, call_ref(&ev.call_id));
     card.started_ms = ev.started_at_ms;
     card.completed_ms = ev.completed_at_ms;
     card
@@ -72,12 +73,11 @@ pub fn incomplete_card(ctx: &CardContext<'_>, rec: &IncompleteCall, args: Option
         variant: "activity",
         ..Rendered::default()
     };
-    let mut card = assemble(ctx, &rec.source_tool, rendered, raw_args, None);
+    let mut card = assemble(ctx, &rec.source_tool, rendered, raw_args, None, rec.call.clone());
     card.headline = format!("{} did not complete: {reason}", card.headline);
     // The title line says it all; the body (for pi) repeats it.
     card.preview.clear();
     card.preview_hidden = 0;
-    card.call = rec.call.clone();
     if let Some(obj) = card.args.as_object_mut() {
         obj.insert("activitySummary".into(), reason.into());
         obj.insert("incomplete".into(), true.into());
@@ -112,7 +112,14 @@ fn web_query_from_mcp(args: Option<&Value>) -> Option<String> {
         .map(str::to_owned)
 }
 
-fn assemble(ctx: &CardContext<'_>, tool: &Tool, r: Rendered, raw_args: Option<Value>, status: Option<String>) -> Card {
+fn assemble(
+    ctx: &CardContext<'_>,
+    tool: &Tool,
+    r: Rendered,
+    raw_args: Option<Value>,
+    status: Option<String>,
+    call: CallRef,
+) -> Card {
     let sc = ctx.scrubber;
     let title = tool.title().into_owned();
     let summary = display_line(&sc.scrub(&r.summary), DISPLAY_LINE_CHARS);
@@ -130,12 +137,19 @@ fn assemble(ctx: &CardContext<'_>, tool: &Tool, r: Rendered, raw_args: Option<Va
     // Web activity stays a title line when collapsed; an error still shows why.
     let summary_only = r.summary_only && !r.is_error;
 
-    let (preview_lines, preview_hidden, diff, diff_hidden) = match r.diff.as_deref() {
+    let scrubbed_diff = r.diff.as_deref().map(|d| sc.scrub(d));
+    let (preview_lines, preview_hidden, diff, diff_hidden) = match scrubbed_diff.as_deref() {
         Some(d) => {
-            let parsed = parse_unified(&sc.scrub(d));
-            let (collapsed, c_more) = styled_diff(&parsed, false);
-            let (expanded, e_more) = styled_diff(&parsed, true);
-            let (preview_lines, preview_hidden) = if summary_only { (Vec::new(), 0) } else { (collapsed, c_more) };
+            let parsed = parse_unified(d);
+            // The collapsed preview is the first lines of the expanded one.
+            let (expanded, e_more) = styled_diff(&parsed);
+            let (preview_lines, preview_hidden) = if summary_only {
+                (Vec::new(), 0)
+            } else {
+                let collapsed = expanded[..expanded.len().min(DIFF_PREVIEW_COLLAPSED)].to_vec();
+                let hidden = parsed.len() - collapsed.len();
+                (collapsed, hidden)
+            };
             (preview_lines, preview_hidden, expanded, e_more)
         }
         None if summary_only => (Vec::new(), 0, Vec::new(), 0),
@@ -170,13 +184,13 @@ fn assemble(ctx: &CardContext<'_>, tool: &Tool, r: Rendered, raw_args: Option<Va
         "summary": if r.is_error { Value::Null } else { summary.clone().into() },
         "status": status,
     });
-    if let (Some(d), Some(obj)) = (r.diff.as_deref(), details.as_object_mut()) {
+    if let (Some(d), Some(obj)) = (scrubbed_diff.as_deref(), details.as_object_mut()) {
         // pi's edit renderer colours `details.diff`.
-        obj.insert("diff".into(), bound_transcript(&sc.scrub(d)).into_owned().into());
+        obj.insert("diff".into(), bound_transcript(d).into_owned().into());
     }
     Card {
         turn: ctx.turn,
-        call: call_ref(""),
+        call,
         replay_id: ctx.replay_id.clone(),
         source_tool: tool.clone(),
         pi_tool: r.pi_tool.to_owned(),
@@ -205,8 +219,8 @@ fn lines(n: i64) -> &'static str {
 }
 
 /// Numbered diff lines with their style, and how many were left out.
-fn styled_diff(parsed: &[DiffLine], expanded: bool) -> (Vec<StyledLine>, usize) {
-    let (texts, _marker) = diff_preview(parsed, expanded);
+fn styled_diff(parsed: &[DiffLine]) -> (Vec<StyledLine>, usize) {
+    let (texts, _marker) = diff_preview(parsed, true);
     let shown = texts.len();
     let styled = texts
         .into_iter()

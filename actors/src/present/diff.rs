@@ -1,7 +1,9 @@
 //! Diffs (SPEC §8, §9.4): parsing the unified diffs Cursor records (with or without `---`/`+++`
 //! headers and `@@` hunks) into numbered lines, the bounded diff preview and added/removed counts.
 
-use super::bounds::{preview_line, PREVIEW_LINE_CHARS};
+use std::fmt::Write as _;
+
+use super::bounds::{preview_line_owned, PREVIEW_LINE_CHARS};
 
 /// Diff preview lines shown on a collapsed card.
 pub const DIFF_PREVIEW_COLLAPSED: usize = 8;
@@ -125,11 +127,15 @@ pub fn format_diff_line(line: &DiffLine) -> String {
         DiffLineKind::Removed => ('-', line.old_no),
         DiffLineKind::Context => (' ', line.new_no.or(line.old_no)),
     };
-    let raw = match no {
-        Some(n) => format!("{sign}{n} {}", line.text),
-        None => format!("{sign} {}", line.text),
-    };
-    preview_line(&raw, PREVIEW_LINE_CHARS)
+    let mut raw = String::with_capacity(line.text.len() + 8);
+    raw.push(sign);
+    if let Some(n) = no {
+        // Writing to a String cannot fail.
+        let _ = write!(raw, "{n}");
+    }
+    raw.push(' ');
+    raw.push_str(&line.text);
+    preview_line_owned(raw, PREVIEW_LINE_CHARS)
 }
 
 /// The diff preview: the first 8 (collapsed) or 40 (expanded) formatted lines, then

@@ -230,7 +230,8 @@ impl Pipeline {
         if gate.cancelled {
             return false;
         }
-        let items = pending.iter_mut().map(std::mem::take).collect();
+        // The next batch's buffers are sized as the last ones were: no regrowth per batch.
+        let items = pending.iter_mut().map(|p| std::mem::replace(p, Vec::with_capacity(p.len()))).collect();
         gate.send_all(&self.doors(), items);
         true
     }

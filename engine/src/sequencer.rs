@@ -103,7 +103,7 @@ fn run(rx: &Receiver<SeqMsg>, shards: usize, sinks: &[Sender<SinkMsg>]) {
     }
     // Anything left (a shard that stopped early): released in order, so nothing is lost.
     for (_, p) in std::mem::take(&mut pending) {
-        deliver(p.parts.into_iter().flatten().flatten().collect(), sinks);
+        deliver(p.parts, sinks);
     }
 }
 
@@ -117,18 +117,18 @@ fn release(pending: &mut BTreeMap<u64, Pending>, next: &mut Option<u64>, sinks: 
         }
         let Some(p) = pending.remove(&seq) else { return };
         *next = Some(seq + 1);
-        deliver(p.parts.into_iter().flatten().flatten().collect(), sinks);
+        deliver(p.parts, sinks);
     }
 }
 
-fn deliver(events: Vec<OutputEvent>, sinks: &[Sender<SinkMsg>]) {
-    if events.is_empty() {
-        return;
-    }
-    let shared = Arc::new(events);
-    for q in sinks {
-        // Blocking is the backpressure policy; a sink that stopped has dropped its queue.
-        let _ = q.send(SinkMsg::Events(shared.clone()));
+/// Hand a number's parts to every sink, in shard order (each part as it is: no copying into one).
+fn deliver(parts: Vec<Option<Vec<OutputEvent>>>, sinks: &[Sender<SinkMsg>]) {
+    for events in parts.into_iter().flatten().filter(|e| !e.is_empty()) {
+        let shared = Arc::new(events);
+        for q in sinks {
+            // Blocking is the backpressure policy; a sink that stopped has dropped its queue.
+            let _ = q.send(SinkMsg::Events(shared.clone()));
+        }
     }
 }
 

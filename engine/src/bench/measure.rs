@@ -52,7 +52,7 @@ impl Stage {
             Stage::Decode => "decode to canonical events",
             Stage::Cores => "decode + stage cores, one thread",
             Stage::E2eNull => "end to end → null sink",
-            Stage::E2eJsonl => "end to end → JSONL trace",
+            Stage::E2eJsonl => "end to end → JSONL trace (uncapped)",
             Stage::E2ePiSession => "end to end → pi session",
         }
     }
@@ -99,7 +99,10 @@ pub fn run_stage(stage: Stage, input: &Path, scratch: &Path) -> Result<Measureme
         Stage::E2eNull => e2e(input, vec![Box::new(NullSink)])?,
         Stage::E2eJsonl => {
             let path = scratch.join("bench-trace.jsonl");
-            let sink = JsonlTraceSink::create(&path).map_err(|e| MeasureError::Read(path.clone(), e))?;
+            // Uncapped: with its default 2 MiB cap (SPEC §8) the trace stops writing within the
+            // first megabytes of the corpus and the stage would measure a sink that does nothing.
+            let sink =
+                JsonlTraceSink::create_with_limit(&path, u64::MAX).map_err(|e| MeasureError::Read(path.clone(), e))?;
             e2e(input, vec![Box::new(sink)])?
         }
         Stage::E2ePiSession => {

@@ -5,12 +5,12 @@
 //! appear only as hashes, and every time is event time, so replays give byte-identical traces.
 
 use std::borrow::Cow;
-use std::collections::HashMap;
 use std::fs::File;
 use std::io::{self, BufWriter, Write};
 use std::path::Path;
 use std::sync::Arc;
 
+use rustc_hash::FxHashMap as HashMap;
 use serde_json::{Map, Value};
 use toolstream_schemas::ids::hash8;
 use toolstream_schemas::{Card, IncompleteCall, Output, OutputEvent, RunId, RunStatus, RunTotals, StopReason, Usage};
@@ -84,6 +84,8 @@ pub struct JsonlTraceSink<W: Write + Send> {
     truncated: bool,
     suppressed: u64,
     runs: HashMap<Arc<RunId>, RunCounters>,
+    /// Each open run's label, hashed once (not per line).
+    labels: HashMap<Arc<RunId>, String>,
     /// The current batch's lines, written to `out` in one call.
     pending: Vec<u8>,
 }
@@ -113,7 +115,8 @@ impl<W: Write + Send> JsonlTraceSink<W> {
             written: 0,
             truncated: false,
             suppressed: 0,
-            runs: HashMap::new(),
+            runs: HashMap::default(),
+            labels: HashMap::default(),
             pending: Vec::new(),
         }
     }
@@ -153,8 +156,15 @@ impl<W: Write + Send> JsonlTraceSink<W> {
         let Some((phase, fields)) = self.map_event(ev) else {
             return Ok(());
         };
+        if self.labels.len() >= MAX_LABELS && !self.labels.contains_key(&ev.run) {
+            self.labels.clear();
+        }
+        let label = self.labels.entry(ev.run.clone()).or_insert_with(|| run_label(&ev.run));
         let mut line = Vec::with_capacity(128);
-        encode_line(&mut line, ev.at_ms, &run_label(&ev.run), &phase, fields)?;
+        encode_line(&mut line, ev.at_ms, label, &phase, fields)?;
+        if matches!(ev.kind, Output::RunClosed { .. }) {
+            self.labels.remove(&ev.run);
+        }
         self.accept(&line);
         Ok(())
     }
@@ -172,6 +182,7 @@ impl<W: Write + Send> JsonlTraceSink<W> {
         self.truncated = true;
         self.suppressed += 1;
         self.runs.clear();
+        self.labels.clear();
         if self.written.saturating_add(marker_len) <= self.limit {
             self.pending.extend_from_slice(&self.marker);
             self.written += marker_len;
@@ -261,6 +272,9 @@ fn produces_line(kind: &Output) -> bool {
 }
 
 /// The run's label; the engine's run-less diagnostics (`seq` 0) get `""`.
+/// Most run labels kept (runs normally leave at their close; this bounds runs that never close).
+const MAX_LABELS: usize = 4_096;
+
 fn run_label(run: &RunId) -> String {
     if run.seq == 0 {
         String::new()

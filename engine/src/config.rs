@@ -276,7 +276,7 @@ impl Config {
     pub fn defaults() -> Config {
         Config {
             config_file: Setting::default(None),
-            shards: Setting::default(std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)),
+            shards: Setting::default(crate::pipeline::default_shards()),
             lifecycle_defer_ms: Setting::default(DEFAULT_LIFECYCLE_DEFER_MS),
             batch_settle_ms: Setting::default(DEFAULT_BATCH_SETTLE_MS),
             usage_wait_ms: Setting::default(DEFAULT_USAGE_WAIT_MS),

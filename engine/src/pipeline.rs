@@ -54,11 +54,18 @@ impl Default for PipelineOptions {
             format: None,
             max_line_bytes: DEFAULT_MAX_LINE_BYTES,
             batch_items: 512,
-            shards: std::thread::available_parallelism().map_or(1, usize::from),
+            shards: default_shards(),
             realtime: false,
             shard: ShardConfig::default(),
         }
     }
+}
+
+/// One shard per core but one: the reading thread frames and decodes on a core of its own. On the
+/// 2-core benchmark machine one shard beat two end to end (null sink 0.58 s vs 0.68 s on the 200 MB
+/// corpus; JSONL 0.72 s vs 0.80 s; pi session even): a second shard only added hand-offs.
+pub fn default_shards() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get().saturating_sub(1).max(1))
 }
 
 /// Errors that stop a pipeline (decode errors do not, unless strict).

@@ -7,9 +7,12 @@
 use rustc_hash::FxHashMap as HashMap;
 use std::sync::Arc;
 
-use serde_json::Value;
 use toolstream_schemas::ids::call_ref;
 use toolstream_schemas::{Input, InputEvent, Tool, ToolEvent, ToolKind};
+
+mod args;
+
+use args::{LabelArgs, Text};
 
 use crate::item::{Item, Line};
 use crate::present::bounds::{display_line, DISPLAY_LINE_CHARS};
@@ -100,10 +103,14 @@ impl LifecycleCore {
                 self.calls.remove(&ev.session);
             }
             Input::ToolStarted(t) | Input::ToolPartial(t) => {
-                if !t.tool.is_lifecycle() || is_bridge_call(t) {
+                if !t.tool.is_lifecycle() {
                     return;
                 }
-                let label = self.label(t);
+                let args = LabelArgs::parse(t.args.as_ref());
+                if is_bridge_call(t, &args) {
+                    return;
+                }
+                let label = self.label(t, &args);
                 let list = self.calls.entry(ev.session.clone()).or_default();
                 let existing = (!t.call_id.is_empty()).then(|| list.iter_mut().find(|p| p.call_id == t.call_id));
                 match existing.flatten() {
@@ -200,38 +207,35 @@ impl LifecycleCore {
     }
 
     /// The line's label (SPEC §6), scrubbed and bounded.
-    fn label(&self, t: &ToolEvent) -> String {
-        let args: Value = t.args.as_ref().and_then(|a| serde_json::from_str(a.get()).ok()).unwrap_or(Value::Null);
-        let get = |keys: &[&str]| -> Option<String> {
-            keys.iter().find_map(|k| args.get(*k).and_then(Value::as_str)).map(str::to_owned)
-        };
+    fn label(&self, t: &ToolEvent, args: &LabelArgs<'_>) -> String {
+        let get = |fields: &[&Text<'_>]| LabelArgs::first(fields).map(str::to_owned);
         let kind = t.tool.kind();
         let default = kind.map_or("activity", |k| k.spec().default_label);
         let from_mcp = t.wire_name.starts_with("mcp") && kind != Some(ToolKind::Mcp);
         let raw = match kind {
             Some(ToolKind::Shell) => {
-                let cmd = get(&["command"]).unwrap_or_default();
+                let cmd = get(&[&args.command]).unwrap_or_default();
                 let cmd = display_line(&self.scrubber.scrub(&cmd), DISPLAY_LINE_CHARS);
                 // Shell labels may show paths.
                 return if cmd.is_empty() { default.to_owned() } else { cmd };
             }
-            Some(ToolKind::Task) => get(&["description"]),
-            Some(ToolKind::Mcp) => get(&["toolName", "tool_name"]),
-            Some(ToolKind::GenerateImage) => get(&["prompt", "description"]),
-            Some(ToolKind::RecordScreen) => get(&["mode"]),
-            Some(ToolKind::SemSearch) => get(&["query"]),
+            Some(ToolKind::Task) => get(&[&args.description]),
+            Some(ToolKind::Mcp) => get(&[&args.tool_name_camel, &args.tool_name]),
+            Some(ToolKind::GenerateImage) => get(&[&args.prompt, &args.description]),
+            Some(ToolKind::RecordScreen) => get(&[&args.mode]),
+            Some(ToolKind::SemSearch) => get(&[&args.query]),
             Some(ToolKind::WebSearch) if from_mcp => args
-                .get("args")
-                .and_then(|a| a.get("query").or_else(|| a.get("search_term")))
-                .and_then(Value::as_str)
+                .args
+                .as_ref()
+                .and_then(Option::as_ref)
+                .and_then(|a| if a.query.is_missing() { a.search_term.as_str() } else { a.query.as_str() })
                 .map(str::to_owned),
-            Some(ToolKind::WebSearch) => get(&["searchTerm", "search_term", "query"]),
+            Some(ToolKind::WebSearch) => get(&[&args.search_term_camel, &args.search_term, &args.query]),
             Some(ToolKind::WebFetch) => None, // never the URL
-            Some(ToolKind::CreatePlan) => {
-                get(&["plan", "name"]).and_then(|p| p.lines().map(str::trim).find(|l| !l.is_empty()).map(str::to_owned))
-            }
+            Some(ToolKind::CreatePlan) => get(&[&args.plan, &args.name])
+                .and_then(|p| p.lines().map(str::trim).find(|l| !l.is_empty()).map(str::to_owned)),
             Some(ToolKind::UpdateTodos) => {
-                let n = args.get("todos").and_then(Value::as_array).map_or(0, Vec::len);
+                let n = args.todos.0;
                 Some(if n == 1 { "1 item".to_owned() } else { format!("{n} items") })
             }
             _ => None,
@@ -246,16 +250,13 @@ impl LifecycleCore {
 }
 
 /// pi bridge calls (`pi__*`, SPEC §7) never get lifecycle lines: pi shows the real execution.
-fn is_bridge_call(t: &ToolEvent) -> bool {
+fn is_bridge_call(t: &ToolEvent, args: &LabelArgs<'_>) -> bool {
     if t.tool.kind() != Some(ToolKind::Mcp) && !t.wire_name.starts_with("mcp") {
         return false;
     }
-    let Some(args) = t.args.as_ref().and_then(|a| serde_json::from_str::<Value>(a.get()).ok()) else {
-        return false;
-    };
-    ["toolName", "tool_name", "name"]
+    [&args.tool_name_camel, &args.tool_name, &args.name]
         .iter()
-        .filter_map(|k| args.get(*k).and_then(Value::as_str))
+        .filter_map(|f| f.as_str())
         .any(|n| n.starts_with("pi__") || n.contains("-pi__"))
 }
 

@@ -72,6 +72,24 @@ fn mcp_web_search_is_titled_cursor_web_search() {
 }
 
 #[test]
+fn an_mcp_web_search_reads_search_term_only_when_query_is_absent() {
+    let search = |args: &str| {
+        let tool = Tool::Known(ToolKind::Mcp).reclassified_for_mcp(Some("WebSearch"));
+        let call = call("a", tool, "mcpToolCall", args, false);
+        lines(vec![ev(0, Input::ToolStarted(call)), Item::Tick(100)])
+    };
+    assert_eq!(
+        search(r#"{"toolName":"WebSearch","args":{"search_term":"tokio"}}"#),
+        vec!["Cursor web search@75: tokio"]
+    );
+    // A query that is there but not text is no label; the search term does not stand in.
+    assert_eq!(
+        search(r#"{"toolName":"WebSearch","args":{"query":7,"search_term":"tokio"}}"#),
+        vec!["Cursor web search@75: web search"]
+    );
+}
+
+#[test]
 fn bridge_calls_and_fast_local_tools_never_get_lines() {
     let out = lines(vec![
         ev(0, Input::ToolStarted(mcp("a", "pi__sem_reindex", false))),

@@ -63,8 +63,9 @@ pub struct InputArgs {
     /// ~/.config/toolstream/config.toml). `toolstream config` shows the effective settings.
     #[arg(long, value_name = "PATH")]
     pub config: Option<PathBuf>,
-    /// Number of shards (actor threads); sessions are spread over them by id. Default: the
-    /// number of cores (or `shards` in the config, or TOOLSTREAM_SHARDS).
+    /// Number of shards (actor threads); sessions are spread over them by id. Default: one per
+    /// core but the one that reads and decodes, at least 1 (or `shards` in the config, or
+    /// TOOLSTREAM_SHARDS).
     #[arg(long, value_name = "N")]
     pub shards: Option<usize>,
     /// Input format; `auto` detects it from each file's first line.

@@ -8,7 +8,18 @@ mod common;
 fn bench_reports_every_stage_as_json() {
     let templates = common::example("");
     let run = common::toolstream(
-        &["bench", "--size", "2MB", "--sessions", "8", "--templates", templates.to_str().unwrap(), "--json"],
+        &[
+            "bench",
+            "--size",
+            "2MB",
+            "--sessions",
+            "8",
+            "--templates",
+            templates.to_str().unwrap(),
+            "--repeat",
+            "2",
+            "--json",
+        ],
         None,
     );
     assert_eq!(run.code, 0, "{}", run.stderr);
@@ -25,6 +36,8 @@ fn bench_reports_every_stage_as_json() {
     ] {
         assert!(v[key].as_f64().is_some_and(|x| x > 0.0), "{key} in {last}");
     }
+    assert_eq!(v["repeat"], 2);
+    assert!(run.stdout.contains("fastest of 2 runs per stage"), "{}", run.stdout);
     // Every stage read the same bytes.
     let stages = v["stages"].as_array().unwrap();
     let names: Vec<&str> = stages.iter().map(|s| s["stage"].as_str().unwrap()).collect();

@@ -78,6 +78,12 @@ impl Measurement {
     pub fn events_per_s(&self) -> f64 {
         self.events as f64 / self.seconds.max(1e-9)
     }
+
+    /// Fold in another run of the same stage: the fastest time, the highest peak RSS.
+    pub fn merge(&mut self, other: &Measurement) {
+        self.seconds = self.seconds.min(other.seconds);
+        self.peak_rss_kib = self.peak_rss_kib.max(other.peak_rss_kib);
+    }
 }
 
 /// Errors of a measurement.

@@ -35,6 +35,10 @@ pub struct BenchArgs {
     /// Stages to measure (default: all).
     #[arg(long = "stage", value_enum)]
     pub stages: Vec<Stage>,
+    /// Measure every stage this many times, the stages taking turns; each stage reports its
+    /// fastest run (the one least disturbed by the rest of the machine) and its highest RSS.
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..))]
+    pub repeat: u32,
     /// Print one JSON object as the last line.
     #[arg(long)]
     pub json: bool,
@@ -76,26 +80,36 @@ fn measure_all(args: &BenchArgs, scratch: &Path) -> anyhow::Result<i32> {
     let stages: Vec<Stage> = if args.stages.is_empty() { Stage::all().to_vec() } else { args.stages.clone() };
     let exe = std::env::current_exe()?;
     let mut results: Vec<Measurement> = Vec::new();
-    for stage in stages {
-        progress(&format!("measuring {}…", stage.label()));
-        let out = Command::new(&exe)
-            .arg("bench")
-            .arg("--child-stage")
-            .arg(stage_arg(stage))
-            .arg("--input")
-            .arg(&corpus_path)
-            .arg("--scratch")
-            .arg(scratch)
-            .output()?;
-        if !out.status.success() {
-            bail!("stage {} failed: {}", stage.label(), String::from_utf8_lossy(&out.stderr));
+    for round in 1..=args.repeat {
+        for (i, &stage) in stages.iter().enumerate() {
+            progress(&format!("measuring {} (run {round} of {})…", stage.label(), args.repeat));
+            let m = measure_child(&exe, stage, &corpus_path, scratch)?;
+            match results.get_mut(i) {
+                Some(best) => best.merge(&m),
+                None => results.push(m),
+            }
         }
-        let m: Measurement = serde_json::from_slice(out.stdout.trim_ascii())
-            .with_context(|| format!("stage {} printed no measurement", stage.label()))?;
-        results.push(m);
     }
-    print_report(&results, args.json);
+    print_report(&results, args.repeat, args.json);
     Ok(0)
+}
+
+/// Run one stage in a child process and read its measurement.
+fn measure_child(exe: &Path, stage: Stage, corpus: &Path, scratch: &Path) -> anyhow::Result<Measurement> {
+    let out = Command::new(exe)
+        .arg("bench")
+        .arg("--child-stage")
+        .arg(stage_arg(stage))
+        .arg("--input")
+        .arg(corpus)
+        .arg("--scratch")
+        .arg(scratch)
+        .output()?;
+    if !out.status.success() {
+        bail!("stage {} failed: {}", stage.label(), String::from_utf8_lossy(&out.stderr));
+    }
+    serde_json::from_slice(out.stdout.trim_ascii())
+        .with_context(|| format!("stage {} printed no measurement", stage.label()))
 }
 
 fn stage_arg(stage: Stage) -> &'static str {
@@ -155,8 +169,11 @@ fn progress(msg: &str) {
     }
 }
 
-fn print_report(results: &[Measurement], json: bool) {
+fn print_report(results: &[Measurement], repeat: u32, json: bool) {
     let floor = results.iter().find(|m| m.stage == Stage::Floor).map(Measurement::mbps);
+    if repeat > 1 {
+        println!("fastest of {repeat} runs per stage, the stages taking turns; peak RSS is the highest seen");
+    }
     println!("{:<34} {:>10} {:>14} {:>9} {:>10} {:>8}", "stage", "MB/s", "events/s", "× floor", "peak RSS", "seconds");
     for m in results {
         let ratio = floor.map_or("-".to_owned(), |f| format!("{:.2}", m.mbps() / f));
@@ -185,6 +202,7 @@ fn print_report(results: &[Measurement], json: bool) {
             "events_per_s": e2e_events,
             "peak_rss_mib": peak as f64 / 1024.0,
             "bytes": results.first().map(|m| m.bytes),
+            "repeat": repeat,
             "stages": results,
         });
         println!("{obj}");

@@ -11,6 +11,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use rustc_hash::FxHashMap as HashMap;
+use serde::{Serialize, Serializer};
 use serde_json::{Map, Value};
 use toolstream_schemas::ids::hash8;
 use toolstream_schemas::{Card, IncompleteCall, Output, OutputEvent, RunId, RunStatus, RunTotals, StopReason, Usage};
@@ -64,7 +65,68 @@ pub const DIAGNOSTIC_ALLOWLIST: &[&str] = &[
 const CURSOR_MCP_CALL_PREFIX: &str = "cursor-mcp-call-";
 
 /// Key/value pairs of one line after `ts`, `run` and `phase`, in the order written.
-type Fields = Vec<(Cow<'static, str>, Value)>;
+type Fields<'a> = Vec<(&'static str, Field<'a>)>;
+
+/// A field's value, borrowed from its event where it can be (no copy per line).
+enum Field<'a> {
+    Str(&'a str),
+    Ref(&'a Value),
+    Json(Value),
+}
+
+impl<'a> From<&'a str> for Field<'a> {
+    fn from(s: &'a str) -> Self {
+        Field::Str(s)
+    }
+}
+
+impl From<Value> for Field<'_> {
+    fn from(v: Value) -> Self {
+        Field::Json(v)
+    }
+}
+
+impl From<u64> for Field<'_> {
+    fn from(n: u64) -> Self {
+        Field::Json(n.into())
+    }
+}
+
+impl From<u32> for Field<'_> {
+    fn from(n: u32) -> Self {
+        Field::Json(n.into())
+    }
+}
+
+impl From<bool> for Field<'_> {
+    fn from(b: bool) -> Self {
+        Field::Json(b.into())
+    }
+}
+
+impl Serialize for Field<'_> {
+    fn serialize<S: Serializer>(&self, ser: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Field::Str(s) => ser.serialize_str(&bound_str(s)),
+            Field::Ref(v) => Bounded(v).serialize(ser),
+            Field::Json(v) => Bounded(v).serialize(ser),
+        }
+    }
+}
+
+/// A JSON value written with every string in it bounded (object keys as they are).
+struct Bounded<'a>(&'a Value);
+
+impl Serialize for Bounded<'_> {
+    fn serialize<S: Serializer>(&self, ser: S) -> Result<S::Ok, S::Error> {
+        match self.0 {
+            Value::String(s) => ser.serialize_str(&bound_str(s)),
+            Value::Array(items) => ser.collect_seq(items.iter().map(Bounded)),
+            Value::Object(map) => ser.collect_map(map.iter().map(|(k, v)| (k, Bounded(v)))),
+            other => other.serialize(ser),
+        }
+    }
+}
 
 /// What a run streamed that the trace only counts.
 #[derive(Clone, Copy, Debug, Default)]
@@ -190,8 +252,8 @@ impl<W: Write + Send> JsonlTraceSink<W> {
     }
 
     /// The phase and fields of `ev`'s line, or `None` for events only counted.
-    fn map_event(&mut self, ev: &OutputEvent) -> Option<(Cow<'static, str>, Fields)> {
-        let (phase, fields): (Cow<'static, str>, Fields) = match &ev.kind {
+    fn map_event<'a>(&mut self, ev: &'a OutputEvent) -> Option<(Cow<'a, str>, Fields<'a>)> {
+        let (phase, fields): (Cow<'a, str>, Fields<'a>) = match &ev.kind {
             Output::RunOpened { model, .. } => ("run_opened".into(), vec![f("model", opt_str(model))]),
             Output::MessageStarted { turn } => ("message_started".into(), vec![f("turn", (*turn).into())]),
             Output::Text { .. } => {
@@ -235,7 +297,7 @@ impl<W: Write + Send> JsonlTraceSink<W> {
                 let counters = self.runs.remove(&ev.run).unwrap_or_default();
                 ("run_closed".into(), run_closed_fields(*status, totals, error.as_deref(), counters))
             }
-            Output::Diagnostic { phase, fields } => (phase.clone().into(), diagnostic_fields(fields)),
+            Output::Diagnostic { phase, fields } => (phase.as_str().into(), diagnostic_fields(fields)),
         };
         Some((phase, fields))
     }
@@ -283,16 +345,16 @@ fn run_label(run: &RunId) -> String {
     }
 }
 
-fn f(key: &'static str, value: Value) -> (Cow<'static, str>, Value) {
-    (Cow::Borrowed(key), value)
+fn f<'a>(key: &'static str, value: Field<'a>) -> (&'static str, Field<'a>) {
+    (key, value)
 }
 
-fn opt_str(s: &Option<String>) -> Value {
-    s.as_deref().map_or(Value::Null, Value::from)
+fn opt_str(s: &Option<String>) -> Field<'_> {
+    s.as_deref().map_or(Field::Json(Value::Null), Field::Str)
 }
 
-fn opt_u64(n: Option<u64>) -> Value {
-    n.map_or(Value::Null, Value::from)
+fn opt_u64<'a>(n: Option<u64>) -> Field<'a> {
+    Field::Json(n.map_or(Value::Null, Value::from))
 }
 
 fn stop_reason_str(r: StopReason) -> &'static str {
@@ -304,17 +366,17 @@ fn stop_reason_str(r: StopReason) -> &'static str {
     }
 }
 
-fn usage_value(u: &Usage) -> Value {
+fn usage_value(u: &Usage) -> Field<'static> {
     let mut m = Map::new();
     m.insert("input".into(), u.input.into());
     m.insert("output".into(), u.output.into());
     m.insert("cacheRead".into(), u.cache_read.into());
     m.insert("cacheWrite".into(), u.cache_write.into());
     m.insert("totalTokens".into(), u.total_tokens.into());
-    Value::Object(m)
+    Field::Json(Value::Object(m))
 }
 
-fn card_fields(card: &Card) -> Fields {
+fn card_fields(card: &Card) -> Fields<'_> {
     vec![
         f("callIdHash", card.call.hash.as_str().into()),
         f("toolName", card.source_tool.name().into()),
@@ -328,7 +390,7 @@ fn card_fields(card: &Card) -> Fields {
     ]
 }
 
-fn incomplete_line(inc: &IncompleteCall) -> (Cow<'static, str>, Fields) {
+fn incomplete_line(inc: &IncompleteCall) -> (Cow<'static, str>, Fields<'_>) {
     let mut fields = vec![
         f("toolName", inc.source_tool.name().into()),
         f("callIdHash", inc.call.hash.as_str().into()),
@@ -342,7 +404,12 @@ fn incomplete_line(inc: &IncompleteCall) -> (Cow<'static, str>, Fields) {
     }
 }
 
-fn run_closed_fields(status: RunStatus, totals: &RunTotals, error: Option<&str>, counters: RunCounters) -> Fields {
+fn run_closed_fields<'a>(
+    status: RunStatus,
+    totals: &RunTotals,
+    error: Option<&'a str>,
+    counters: RunCounters,
+) -> Fields<'a> {
     let reported = totals.reported_usage.map_or(Value::Null, |u| {
         let mut m = Map::new();
         m.insert("inputTokens".into(), u.input_tokens.into());
@@ -354,13 +421,13 @@ fn run_closed_fields(status: RunStatus, totals: &RunTotals, error: Option<&str>,
     });
     vec![
         f("status", status.as_str().into()),
-        f("error", error.map_or(Value::Null, Value::from)),
+        f("error", error.map_or(Field::Json(Value::Null), Field::Str)),
         f("cards", totals.cards.into()),
         f("errorCards", totals.error_cards.into()),
         f("incompleteCalls", totals.incomplete_calls.into()),
         f("messages", totals.messages.into()),
         f("durationMs", opt_u64(totals.duration_ms)),
-        f("reportedUsage", reported),
+        f("reportedUsage", Field::Json(reported)),
         f("textDeltas", counters.text_deltas.into()),
         f("thinkingDeltas", counters.thinking_deltas.into()),
     ]
@@ -368,7 +435,7 @@ fn run_closed_fields(status: RunStatus, totals: &RunTotals, error: Option<&str>,
 
 /// Keep only allowlisted keys (in the map's order), hash a raw `cursorMcpCallId`, and report how
 /// many keys were dropped as `droppedFields` when any were.
-fn diagnostic_fields(fields: &Map<String, Value>) -> Fields {
+fn diagnostic_fields(fields: &Map<String, Value>) -> Fields<'_> {
     let mut out = Fields::with_capacity(fields.len() + 1);
     let mut dropped: u64 = 0;
     for (key, value) in fields {
@@ -376,7 +443,7 @@ fn diagnostic_fields(fields: &Map<String, Value>) -> Fields {
             dropped += 1;
             continue;
         };
-        let value = if *name == "cursorMcpCallId" { hashed_mcp_call_id(value) } else { value.clone() };
+        let value = if *name == "cursorMcpCallId" { Field::Json(hashed_mcp_call_id(value)) } else { Field::Ref(value) };
         out.push(f(name, value));
     }
     if dropped > 0 {
@@ -408,20 +475,6 @@ fn bound_str(s: &str) -> Cow<'_, str> {
     }
 }
 
-/// Bound every string inside `v`, recursively.
-fn bound_value(v: &mut Value) {
-    match v {
-        Value::String(s) => {
-            if let Cow::Owned(cut) = bound_str(s) {
-                *s = cut;
-            }
-        }
-        Value::Array(items) => items.iter_mut().for_each(bound_value),
-        Value::Object(map) => map.values_mut().for_each(bound_value),
-        Value::Null | Value::Bool(_) | Value::Number(_) => {}
-    }
-}
-
 /// Encode `{"ts":…,"run":…,"phase":…,<fields>}\n` into `out`, every string bounded.
 fn encode_line(out: &mut Vec<u8>, ts: u64, run: &str, phase: &str, fields: Fields) -> io::Result<()> {
     out.extend_from_slice(b"{\"ts\":");
@@ -430,10 +483,9 @@ fn encode_line(out: &mut Vec<u8>, ts: u64, run: &str, phase: &str, fields: Field
     serde_json::to_writer(&mut *out, run)?;
     out.extend_from_slice(b",\"phase\":");
     serde_json::to_writer(&mut *out, bound_str(phase).as_ref())?;
-    for (key, mut value) in fields {
-        bound_value(&mut value);
+    for (key, value) in fields {
         out.push(b',');
-        serde_json::to_writer(&mut *out, key.as_ref())?;
+        serde_json::to_writer(&mut *out, key)?;
         out.push(b':');
         serde_json::to_writer(&mut *out, &value)?;
     }
@@ -491,10 +543,15 @@ mod tests {
         let exact = "x".repeat(MAX_STRING_CHARS);
         assert_eq!(bound_str(&exact), exact.as_str());
 
-        let mut v = serde_json::json!({"a": [long.clone()], "b": {"c": long}});
-        bound_value(&mut v);
-        assert_eq!(v["a"][0].as_str().unwrap().chars().count(), MAX_STRING_CHARS + 1);
-        assert_eq!(v["b"]["c"].as_str().unwrap().chars().count(), MAX_STRING_CHARS + 1);
+        // Nested strings are bounded as they are written; keys and other values are kept.
+        let key = "k".repeat(MAX_STRING_CHARS + 5);
+        let v = serde_json::json!({"a": [long.clone(), 7, null], "b": {"c": long}, key.clone(): true});
+        let written: Value = serde_json::from_str(&serde_json::to_string(&Bounded(&v)).unwrap()).unwrap();
+        assert_eq!(written["a"][0].as_str().unwrap().chars().count(), MAX_STRING_CHARS + 1);
+        assert_eq!(written["a"][1], 7);
+        assert!(written["a"][2].is_null());
+        assert_eq!(written["b"]["c"].as_str().unwrap().chars().count(), MAX_STRING_CHARS + 1);
+        assert_eq!(written[key.as_str()], true);
     }
 
     #[test]

@@ -53,7 +53,9 @@ impl Default for PipelineOptions {
             strict: false,
             format: None,
             max_line_bytes: DEFAULT_MAX_LINE_BYTES,
-            batch_items: 512,
+            // Measured on the 200 MB corpus with one shard: 1024 beat 512 by 4-10% (fewer
+            // hand-offs); 2048 was no faster and doubled peak RSS.
+            batch_items: 1024,
             shards: default_shards(),
             realtime: false,
             shard: ShardConfig::default(),

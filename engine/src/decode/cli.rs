@@ -4,9 +4,7 @@ use std::sync::Arc;
 
 use serde::Deserialize;
 use serde_json::value::RawValue;
-use toolstream_schemas::cursor_cli::line::{
-    ContentBlock, Line, MessageBody, ResultObject, Str, ToolCallObject, ToolPayload,
-};
+use toolstream_schemas::cursor_cli::line::{ContentBlock, Line, MessageBody, ResultObject, Str, ToolCallObject};
 use toolstream_schemas::cursor_cli::tool_models::RESULT_SIBLING_KEYS;
 use toolstream_schemas::{
     Input, InputEvent, Int, ResultStatus, RunEnd, RunStart, RunStatus, SegmentKind, SourcePos, TokenUsage, Tool,
@@ -152,7 +150,6 @@ fn tool_event(line: &Line<'_>, raw: &RawValue) -> Result<ToolEvent, String> {
     let (Some(key), Some(payload)) = (tc.key, tc.payload) else {
         return Err("tool_call has no `<name>ToolCall` key".into());
     };
-    let payload = ToolPayload::parse(payload).map_err(|e| format!("{key}: {e}"))?;
     let mut tool = Tool::from_cli_key(&key);
     if tool == Tool::Known(ToolKind::Mcp) {
         tool = tool.reclassified_for_mcp(mcp_tool_name(payload.args).as_deref());

@@ -170,7 +170,8 @@ impl<'a> MessageBody<'a> {
 pub struct ToolCallObject<'a> {
     /// e.g. `shellToolCall`.
     pub key: Option<Cow<'a, str>>,
-    pub payload: Option<&'a RawValue>,
+    /// What is under `key`, read in the same pass as the rest of the object.
+    pub payload: Option<ToolPayload<'a>>,
     pub tool_call_id: Option<Cow<'a, str>>,
     pub started_at_ms: Option<Int>,
     pub completed_at_ms: Option<Int>,
@@ -201,7 +202,10 @@ impl<'de> Deserialize<'de> for ToolCallObject<'de> {
                         "startedAtMs" => out.started_at_ms = map.next_value()?,
                         "completedAtMs" => out.completed_at_ms = map.next_value()?,
                         k if k.ends_with("ToolCall") && k.len() > "ToolCall".len() && out.key.is_none() => {
-                            out.payload = Some(map.next_value()?);
+                            let payload = map
+                                .next_value::<ToolPayload<'de>>()
+                                .map_err(|e| de::Error::custom(format!("{k}: {e}")))?;
+                            out.payload = Some(payload);
                             out.key = Some(key);
                         }
                         _ => {
@@ -347,9 +351,13 @@ mod tests {
         assert_eq!(t.key.as_deref(), Some("shellToolCall"));
         assert_eq!(t.started_at_ms, Some(Int(17)));
         assert_eq!(t.rest.len(), 1);
-        let p = ToolPayload::parse(t.payload.unwrap()).unwrap();
+        let p = t.payload.unwrap();
         assert_eq!(p.args.unwrap().get(), r#"{"command":"ls"}"#);
         assert!(p.result.is_none());
+        // A payload that is not an object fails the whole object, naming its key.
+        let bad: &RawValue = serde_json::from_str(r#"{"toolCallId":"x","shellToolCall":null}"#).unwrap();
+        let e = ToolCallObject::parse(bad).unwrap_err().to_string();
+        assert!(e.starts_with("shellToolCall: invalid type: null"), "{e}");
     }
 
     #[test]

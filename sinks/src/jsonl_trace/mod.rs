@@ -218,29 +218,43 @@ impl<W: Write + Send> JsonlTraceSink<W> {
         let Some((phase, fields)) = self.map_event(ev) else {
             return Ok(());
         };
-        if self.labels.len() >= MAX_LABELS && !self.labels.contains_key(&ev.run) {
-            self.labels.clear();
+        if !self.labels.contains_key(&ev.run) {
+            if self.labels.len() >= MAX_LABELS {
+                self.labels.clear();
+            }
+            self.labels.insert(ev.run.clone(), run_label(&ev.run));
         }
-        let label = self.labels.entry(ev.run.clone()).or_insert_with(|| run_label(&ev.run));
-        let mut line = Vec::with_capacity(128);
-        encode_line(&mut line, ev.at_ms, label, &phase, fields)?;
+        let label = self.labels.get(&ev.run).map_or("", String::as_str);
+        // Encoded straight into the batch, taken back if it does not fit.
+        let start = self.pending.len();
+        if let Err(e) = encode_line(&mut self.pending, ev.at_ms, label, &phase, fields) {
+            self.pending.truncate(start);
+            return Err(e);
+        }
+        let len = (self.pending.len() - start) as u64;
         if matches!(ev.kind, Output::RunClosed { .. }) {
             self.labels.remove(&ev.run);
         }
-        self.accept(&line);
+        if !self.accept(len) {
+            self.pending.truncate(start);
+            self.stop_at_cap();
+        }
         Ok(())
     }
 
-    /// Append `line` to the batch if it leaves room for the marker; otherwise append the marker
-    /// (when it fits) and stop tracing.
-    fn accept(&mut self, line: &[u8]) {
-        let marker_len = self.marker.len() as u64;
-        let budget = self.limit.saturating_sub(marker_len);
-        if self.written.saturating_add(line.len() as u64) <= budget {
-            self.pending.extend_from_slice(line);
-            self.written += line.len() as u64;
-            return;
+    /// Whether a line of `len` bytes leaves room for the marker (it is then counted as written).
+    fn accept(&mut self, len: u64) -> bool {
+        let budget = self.limit.saturating_sub(self.marker.len() as u64);
+        if self.written.saturating_add(len) <= budget {
+            self.written += len;
+            return true;
         }
+        false
+    }
+
+    /// The cap is reached: append the marker (when it fits) and stop tracing.
+    fn stop_at_cap(&mut self) {
+        let marker_len = self.marker.len() as u64;
         self.truncated = true;
         self.suppressed += 1;
         self.runs.clear();

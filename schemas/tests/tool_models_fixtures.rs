@@ -8,8 +8,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 use toolstream_schemas::cursor_cli::tool_models::{
-    args_from_value, is_success_arm, parse_args, parse_failure, parse_success, ToolArgs, ToolSuccess, Unmodeled,
-    RESULT_SIBLING_KEYS,
+    is_success_arm, parse_args, parse_failure, parse_success, ToolArgs, ToolSuccess, Unmodeled, RESULT_SIBLING_KEYS,
 };
 use toolstream_schemas::{Tool, ToolKind};
 
@@ -79,8 +78,6 @@ fn every_recorded_tool_payload_is_typed() {
                 assert_eq!(parsed.kind(), kind);
                 assert!(parsed.extra().is_empty(), "{at}: args extra {:?}", parsed.extra());
                 assert_typed(&format!("{at} args"), &parsed, args);
-                // Typing the args from their parsed value (as cards do) gives the same args.
-                assert_eq!(args_from_value(kind, args).ok(), Some(parsed), "{at}: args from value");
                 args_seen += 1;
             }
             let Some(result) = payload.get("result").and_then(Value::as_object) else {
@@ -242,8 +239,6 @@ fn a_seed_style_example_of_every_kind_is_typed() {
     for &(kind, args, success) in EXAMPLES {
         let parsed = parse_args(kind, args).unwrap_or_else(|e| panic!("{kind} args: {e}"));
         assert_eq!(parsed.kind(), kind);
-        let value: Value = serde_json::from_str(args).unwrap();
-        assert_eq!(args_from_value(kind, &value).ok().as_ref(), Some(&parsed), "{kind} args from value");
         assert_typed(&format!("{kind} args"), &parsed, &serde_json::from_str(args).unwrap());
         let parsed = parse_success(kind, success).unwrap_or_else(|e| panic!("{kind} success: {e}"));
         assert_eq!(parsed.kind(), kind);

@@ -3,7 +3,7 @@
 //! lines and pi replay arguments. Pure functions.
 
 use serde_json::{json, Map, Value};
-use toolstream_schemas::cursor_cli::tool_models::{args_from_value, parse_args, parse_failure, parse_success};
+use toolstream_schemas::cursor_cli::tool_models::{parse_args, parse_failure, parse_success};
 use toolstream_schemas::{
     CallRef, Card, IncompleteCall, LineKind, RawJson, StyledLine, Tool, ToolEvent, ToolKind, ToolResult,
 };
@@ -38,7 +38,7 @@ pub fn build_card(ctx: &CardContext<'_>, ev: &ToolEvent) -> Card {
             // MCP calls reclassified as web search/fetch keep MCP-shaped payloads.
             let from_mcp = ev.wire_name.starts_with("mcp") && kind != ToolKind::Mcp;
             let payload_kind = if from_mcp { ToolKind::Mcp } else { kind };
-            let args = raw_args.as_ref().and_then(|a| args_from_value(payload_kind, a).ok());
+            let args = ev.args.as_ref().and_then(|a| parse_args(payload_kind, a.get()).ok());
             let outcome = outcome(payload_kind, ev.result.as_ref());
             let mut r = render_known(&rctx, payload_kind, args.as_ref(), raw_args.as_ref(), &outcome);
             if from_mcp {

@@ -963,12 +963,6 @@ fn parse_object<T: DeserializeOwned + Default>(raw: &str) -> Result<T, serde_jso
     Ok(serde_json::from_str::<Option<T>>(raw)?.unwrap_or_default())
 }
 
-/// [`parse_object`] of JSON already parsed into a value (a repeated key then counts once, its
-/// last value, as in JavaScript, instead of failing).
-fn object_from_value<T: DeserializeOwned + Default>(value: &serde_json::Value) -> Result<T, serde_json::Error> {
-    Ok(Option::<T>::deserialize(value)?.unwrap_or_default())
-}
-
 /// Declares an enum with one variant per [`ToolKind`] (same names), serialized as its payload.
 macro_rules! per_kind {
     (
@@ -990,14 +984,6 @@ macro_rules! per_kind {
             fn parse(kind: ToolKind, raw: &str) -> Result<Self, serde_json::Error> {
                 Ok(match kind {
                     $(ToolKind::$variant => $name::$variant(parse_object(raw)?),)*
-                })
-            }
-
-            /// [`Self::parse`] of JSON already parsed into a value (not every payload enum needs it).
-            #[allow(dead_code)]
-            fn from_value(kind: ToolKind, value: &serde_json::Value) -> Result<Self, serde_json::Error> {
-                Ok(match kind {
-                    $(ToolKind::$variant => $name::$variant(object_from_value(value)?),)*
                 })
             }
 
@@ -1079,11 +1065,6 @@ per_kind! {
 /// fields; `null` gives empty args.
 pub fn parse_args(kind: ToolKind, raw: &str) -> Result<ToolArgs, serde_json::Error> {
     ToolArgs::parse(kind, raw)
-}
-
-/// [`parse_args`] of args already parsed into a value (no second pass over the text).
-pub fn args_from_value(kind: ToolKind, value: &serde_json::Value) -> Result<ToolArgs, serde_json::Error> {
-    ToolArgs::from_value(kind, value)
 }
 
 /// Parses the JSON text of the inner object of a success arm (`result.success`, see

@@ -235,7 +235,7 @@ impl LifecycleCore {
             Some(ToolKind::CreatePlan) => get(&[&args.plan, &args.name])
                 .and_then(|p| p.lines().map(str::trim).find(|l| !l.is_empty()).map(str::to_owned)),
             Some(ToolKind::UpdateTodos) => {
-                let n = args.todos.0;
+                let n = args.todos;
                 Some(if n == 1 { "1 item".to_owned() } else { format!("{n} items") })
             }
             _ => None,

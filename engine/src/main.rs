@@ -7,9 +7,11 @@ use tracing_subscriber::EnvFilter;
 
 /// mimalloc: the engine allocates events on the reading thread and frees them on shard and sink
 /// threads; glibc's malloc serialises those cross-thread frees on an arena lock (measured: half
-/// the engine's time went to malloc, free and the futex waits behind them). Built without
-/// transparent huge pages (`no_thp`): with them, every touched 2 MiB of an arena counted whole
-/// and peak RSS was 90-120 MiB on the benchmark corpus.
+/// the engine's time went to malloc, free and the futex waits behind them). Built with `no_thp`:
+/// mimalloc then never asks for transparent huge pages (with them, every touched 2 MiB of an arena
+/// counted whole and peak RSS was 90-120 MiB on the benchmark corpus). On a host whose THP setting
+/// is `always` (not `madvise`) the kernel may still use huge pages; the process-wide opt-out
+/// (`prctl`) would also reach the `cursor-agent` children, so it is not used.
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 

@@ -2,8 +2,9 @@
 //! the shards, and every shard gets every number (possibly with nothing in it). Each shard seals
 //! the outputs of a number when it has processed it; the sequencer releases a number's outputs
 //! to the sinks only once every shard has sealed it, in shard order. What the sinks see is then a
-//! function of the input alone, whatever the threads did: a replay is byte-identical on any number
-//! of shards (SPEC §2), and per-run order is kept as before.
+//! function of the input (and of the shard count and batch size) alone, whatever the threads did:
+//! a replay is byte-identical on every run (SPEC §2). Each run's own output is the same on any
+//! number of shards; how different sessions' outputs interleave depends on the shard count.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

@@ -179,6 +179,10 @@ fn cores(input: &Path) -> Result<(u64, u64, u64), MeasureError> {
         for mut ev in events.drain(..) {
             count += 1;
             time.stamp(&mut ev);
+            // As the pipeline does: a run's end lets its session's clock start over.
+            if let toolstream_schemas::Input::RunEnded(_) = ev.kind {
+                time.forget(&ev.session);
+            }
             core.push(Item::Input(ev), &mut out);
         }
         out.clear();

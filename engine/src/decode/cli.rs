@@ -15,6 +15,9 @@ use super::raw_object;
 
 /// Most session ids kept interned; past it the table starts over.
 const INTERNED_MAX: usize = 4_096;
+/// Longer ids are not interned (a session id is a UUID; a line may be megabytes long, and the
+/// table must stay small).
+const INTERNED_MAX_LEN: usize = 128;
 
 /// Decodes stream-json lines; interns session ids so the lines of a session share one `Arc`
 /// (a busy stream interleaves many sessions: without it every line allocated its id).
@@ -106,6 +109,9 @@ impl CliDecoder {
     }
 
     fn intern(&mut self, s: &str) -> Arc<str> {
+        if s.len() > INTERNED_MAX_LEN {
+            return Arc::from(s);
+        }
         if let Some(a) = self.sessions.get(s) {
             return a.clone();
         }
@@ -269,4 +275,23 @@ fn run_end(line: &Line<'_>, sub: &str, known: &[&str]) -> Result<RunEnd, String>
         (RunStatus::Finished, None)
     };
     Ok(RunEnd { status, result_text, usage, error, duration_ms, extra: unknown(line, known) })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn session_ids_are_interned_within_bounds() {
+        let mut d = CliDecoder::default();
+        let (a, b) = (d.intern("s-1"), d.intern("s-1"));
+        assert!(Arc::ptr_eq(&a, &b), "one Arc per session");
+        let long = "x".repeat(INTERNED_MAX_LEN + 1);
+        assert_eq!(&*d.intern(&long), long.as_str());
+        assert!(!d.sessions.contains(long.as_str()), "long ids are not kept");
+        for i in 0..INTERNED_MAX + 10 {
+            d.intern(&format!("s{i}"));
+        }
+        assert!(d.sessions.len() <= INTERNED_MAX);
+    }
 }

@@ -133,11 +133,16 @@ fn assemble(
         _ if summary.is_empty() => title.clone(),
         _ => format!("{title} {summary}"),
     };
-    let content = bound_transcript(&sc.scrub(&r.body)).into_owned();
+    // An edit's body is its diff: scrubbed and bounded once for both.
+    let scrubbed_diff = r.diff.as_deref().map(|d| sc.scrub(d));
+    let body_is_diff = r.diff.as_deref() == Some(r.body.as_str());
+    let content = match &scrubbed_diff {
+        Some(d) if body_is_diff => bound_transcript(d).into_owned(),
+        _ => bound_transcript(&sc.scrub(&r.body)).into_owned(),
+    };
     // Web activity stays a title line when collapsed; an error still shows why.
     let summary_only = r.summary_only && !r.is_error;
 
-    let scrubbed_diff = r.diff.as_deref().map(|d| sc.scrub(d));
     let (preview_lines, preview_hidden, diff, diff_hidden) = match scrubbed_diff.as_deref() {
         Some(d) => {
             let parsed = parse_unified(d);
@@ -186,7 +191,8 @@ fn assemble(
     });
     if let (Some(d), Some(obj)) = (scrubbed_diff.as_deref(), details.as_object_mut()) {
         // pi's edit renderer colours `details.diff`.
-        obj.insert("diff".into(), bound_transcript(d).into_owned().into());
+        let diff = if body_is_diff { content.clone() } else { bound_transcript(d).into_owned() };
+        obj.insert("diff".into(), diff.into());
     }
     Card {
         turn: ctx.turn,

@@ -125,7 +125,7 @@ impl<'a> LabelArgs<'a> {
                 return Ok(());
             }
             _ => {
-                map.next_value::<Skip>()?;
+                map.next_value::<Count>()?;
                 return Ok(());
             }
         };
@@ -140,7 +140,7 @@ impl<'a> Inner<'a> {
             "query" => self.query = map.next_value()?,
             "search_term" => self.search_term = map.next_value()?,
             _ => {
-                map.next_value::<Skip>()?;
+                map.next_value::<Count>()?;
             }
         }
         Ok(())
@@ -235,7 +235,9 @@ impl<'de: 'a, 'a> Deserialize<'de> for Text<'a> {
     }
 }
 
-/// The length of an array value (0 for anything else).
+/// Any JSON value, read as a `Value` would read it (numbers in range, escapes valid, nesting
+/// within the parser's limit) without being built; kept only as its length when it is an array
+/// (0 for anything else). Values nobody reads are skipped as this too.
 struct Count(usize);
 
 impl<'de> Deserialize<'de> for Count {
@@ -258,41 +260,17 @@ impl<'de> Deserialize<'de> for Count {
     }
 }
 
-/// Any JSON value, read as a `Value` would read it (numbers in range, escapes valid, nesting
-/// within the parser's limit) and dropped without being built.
-struct Skip;
-
-impl<'de> Deserialize<'de> for Skip {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct SkipVisitor;
-        impl<'de> Visitor<'de> for SkipVisitor {
-            type Value = Skip;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("any JSON value")
-            }
-            fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Skip, A::Error> {
-                skip_seq(seq).map(|_| Skip)
-            }
-            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Skip, A::Error> {
-                skip_map(map).map(|_| Skip)
-            }
-            scalars_are!(Skip);
-        }
-        d.deserialize_any(SkipVisitor)
-    }
-}
-
 /// Read every element; returns how many there were.
 fn skip_seq<'de, A: SeqAccess<'de>>(mut seq: A) -> Result<usize, A::Error> {
     let mut n = 0;
-    while seq.next_element::<Skip>()?.is_some() {
+    while seq.next_element::<Count>()?.is_some() {
         n += 1;
     }
     Ok(n)
 }
 
 fn skip_map<'de, A: MapAccess<'de>>(mut map: A) -> Result<(), A::Error> {
-    while map.next_entry::<Skip, Skip>()?.is_some() {}
+    while map.next_entry::<Count, Count>()?.is_some() {}
     Ok(())
 }
 

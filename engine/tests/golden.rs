@@ -17,8 +17,8 @@ macro_rules! golden {
     ($test:ident, $file:literal, |$out:ident| $checks:block) => {
         #[test]
         fn $test() {
-            let Some(dir) = common::cli_fixtures() else { return };
-            let $out = replay(&dir.join(concat!($file, ".jsonl")), &[]);
+            let Some(path) = common::cli_capture(concat!($file, ".jsonl")) else { return };
+            let $out = replay(&path, &[]);
             insta::assert_snapshot!(stringify!($test), $out);
             $checks
         }

@@ -4,7 +4,7 @@
 // Test helpers outside `#[test]` fns may fail loudly too.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use serde_json::{json, Value};
 use toolstream_schemas::cursor_cli::tool_models::{parse_args, parse_success, Unmodeled};
@@ -14,14 +14,8 @@ use toolstream_schemas::cursor_sdk::{
 use toolstream_schemas::{RunStatus, TokenUsage, Tool};
 
 fn fixture(rel: &str) -> Option<Value> {
-    let path: PathBuf = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/fixtures/pi-cursor-sdk").join(rel);
-    match std::fs::read_to_string(&path) {
-        Ok(text) => Some(serde_json::from_str(&text).unwrap()),
-        Err(_) => {
-            println!("note: {} is absent; skipping", path.display());
-            None
-        }
-    }
+    let path = toolstream_testkit::fixture(&format!("pi-cursor-sdk/{rel}"))?;
+    Some(serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap())
 }
 
 /// A captured `{channel, args}` callback as a recording line.

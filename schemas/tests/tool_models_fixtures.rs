@@ -4,7 +4,7 @@
 // Test helpers outside `#[test]` fns may fail loudly too.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use serde_json::Value;
 use toolstream_schemas::cursor_cli::tool_models::{
@@ -13,13 +13,7 @@ use toolstream_schemas::cursor_cli::tool_models::{
 use toolstream_schemas::{Tool, ToolKind};
 
 fn fixtures_dir() -> Option<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/fixtures/cursor-cli");
-    if dir.is_dir() {
-        Some(dir)
-    } else {
-        println!("note: {} is absent; skipping the fixture test", dir.display());
-        None
-    }
+    toolstream_testkit::fixture("cursor-cli")
 }
 
 /// Integers as strings become numbers, on both sides, so a round trip through `Int` compares equal.

@@ -1,5 +1,5 @@
 //! Shared helpers for the engine's integration tests: locating the shared fixtures (tests skip
-//! cleanly when `../shared` is absent), running the real `toolstream` binary, and collecting the
+//! when `../shared` is absent, except under `./scripts/test`), running the real `toolstream` binary, and collecting the
 //! output events of a replay through the library, and running other programs (pi) with a timeout.
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -14,27 +14,21 @@ use toolstream::source::Source;
 use toolstream_schemas::OutputEvent;
 use toolstream_sinks::{Sink, SinkError};
 
-/// `../shared/fixtures/cursor-cli`, or `None` (with a note) when the shared folder is absent.
+/// `../shared/fixtures/cursor-cli`, or `None` when absent (a failure under `./scripts/test`, see
+/// `toolstream_testkit`).
 pub fn cli_fixtures() -> Option<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/fixtures/cursor-cli");
-    if dir.is_dir() {
-        Some(dir)
-    } else {
-        eprintln!("note: {} is absent; skipping fixture test", dir.display());
-        None
-    }
+    toolstream_testkit::fixture("cursor-cli")
+}
+
+/// One named capture of `../shared/fixtures/cursor-cli`, or `None` when absent (a failure under
+/// `./scripts/test`).
+pub fn cli_capture(name: &str) -> Option<PathBuf> {
+    toolstream_testkit::fixture(&format!("cursor-cli/{name}"))
 }
 
 /// Every `.jsonl` capture in the fixtures folder, sorted.
 pub fn cli_captures() -> Vec<PathBuf> {
-    let Some(dir) = cli_fixtures() else { return Vec::new() };
-    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
-        .collect();
-    files.sort();
-    files
+    toolstream_testkit::fixture_files("cursor-cli", "jsonl")
 }
 
 pub fn example(name: &str) -> PathBuf {

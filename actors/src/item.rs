@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use toolstream_schemas::{CallRef, InputEvent, ShellStream};
+use toolstream_schemas::{CallRef, InputEvent, OutputEvent, RunId, ShellStream, TokenUsage};
 
 /// One item of a shard's stream.
 #[derive(Debug)]
@@ -61,5 +61,20 @@ impl Item {
             Item::Diagnostic { session, .. } => Some(session),
             Item::Tick(_) | Item::EndOfSource | Item::Cancel => None,
         }
+    }
+}
+
+/// What the run stage hands the usage stage: the sink-facing events and, in order with them, each
+/// turn's SDK usage, which only the usage stage reads (it attributes it to one message or discards
+/// it as late). Sinks never see a turn's usage: it is already inside a `MessageEnded`.
+#[derive(Debug)]
+pub enum RunOutput {
+    Event(OutputEvent),
+    TurnUsage { run: Arc<RunId>, at_ms: u64, usage: TokenUsage },
+}
+
+impl From<OutputEvent> for RunOutput {
+    fn from(ev: OutputEvent) -> Self {
+        RunOutput::Event(ev)
     }
 }

@@ -1,6 +1,5 @@
-//! One shard's stages composed without a runtime: intake → shell delta → lifecycle → run → usage. The
-//! actix actors run exactly these cores, one per actor; this composition serves the
-//! single-threaded path and the property tests.
+//! One shard's stages: their settings, the one definition of their chain (intake → shell delta →
+//! lifecycle → run → usage), and that chain pushed through without a runtime.
 
 use toolstream_schemas::OutputEvent;
 
@@ -12,6 +11,7 @@ use crate::run::{
     Coordinator, CoordinatorConfig, DEFAULT_BATCH_SETTLE_MS, DEFAULT_USAGE_POLL_MS, DEFAULT_USAGE_WAIT_MS,
 };
 use crate::shell::ShellCore;
+use crate::stage::{Stage, Then};
 use crate::usage::{UsageConfig, UsageCore};
 
 /// Settings of every stage of a shard.
@@ -61,18 +61,23 @@ impl ShardConfig {
     }
 }
 
-/// The stage cores of one shard, chained.
+/// The stages of one shard, in order: intake → shell delta → lifecycle → run → usage. The one
+/// definition of the chain: the binary starts it as actors ([`crate::stage::start_shard`]), tests
+/// and benches push through it directly ([`ShardCore`]).
+pub type ShardChain = Then<IntakeCore, Then<ShellCore, Then<LifecycleCore, Then<Coordinator, UsageCore>>>>;
+
+/// Build a shard's stages from its settings.
+pub fn shard_chain(cfg: &ShardConfig) -> ShardChain {
+    Then::new(
+        IntakeCore::default(),
+        Then::new(cfg.shell(), Then::new(cfg.lifecycle(), Then::new(cfg.run(), cfg.usage()))),
+    )
+}
+
+/// A shard's stages pushed through without a runtime (the single-threaded path: tests, benches).
 #[derive(Debug)]
 pub struct ShardCore {
-    intake: IntakeCore,
-    after_intake: Vec<Item>,
-    shell: ShellCore,
-    lifecycle: LifecycleCore,
-    run: Coordinator,
-    usage: UsageCore,
-    after_shell: Vec<Item>,
-    after_lifecycle: Vec<Item>,
-    after_run: Vec<OutputEvent>,
+    chain: ShardChain,
 }
 
 impl Default for ShardCore {
@@ -83,48 +88,26 @@ impl Default for ShardCore {
 
 impl ShardCore {
     pub fn new(cfg: &ShardConfig) -> Self {
-        ShardCore {
-            intake: IntakeCore::default(),
-            after_intake: Vec::new(),
-            shell: cfg.shell(),
-            lifecycle: cfg.lifecycle(),
-            run: cfg.run(),
-            usage: cfg.usage(),
-            after_shell: Vec::new(),
-            after_lifecycle: Vec::new(),
-            after_run: Vec::new(),
-        }
+        ShardCore { chain: shard_chain(cfg) }
+    }
+
+    /// The run stage.
+    fn run(&self) -> &Coordinator {
+        &self.chain.second.second.second.first
     }
 
     /// Runs closed so far.
     pub fn runs_closed(&self) -> u64 {
-        self.run.runs_closed()
+        self.run().runs_closed()
     }
 
     /// Runs open now.
     pub fn runs_open(&self) -> usize {
-        self.run.runs_open()
-    }
-
-    /// The earliest pending timer of any stage.
-    pub fn next_due(&self) -> Option<u64> {
-        [self.lifecycle.next_due(), self.run.next_due()].into_iter().flatten().min()
+        self.run().runs_open()
     }
 
     /// Push one item through every stage, appending the outputs to `out`.
     pub fn push(&mut self, item: Item, out: &mut Vec<OutputEvent>) {
-        self.intake.push(item, &mut self.after_intake);
-        for i in self.after_intake.drain(..) {
-            self.shell.push(i, &mut self.after_shell);
-        }
-        for i in self.after_shell.drain(..) {
-            self.lifecycle.push(i, &mut self.after_lifecycle);
-        }
-        for i in self.after_lifecycle.drain(..) {
-            self.run.push(i, &mut self.after_run);
-        }
-        for e in self.after_run.drain(..) {
-            self.usage.push(e, out);
-        }
+        self.chain.push(item, out);
     }
 }

@@ -1,13 +1,14 @@
 //! The shard's stage actors: each a thin actix actor around one pure core, taking batches of
 //! inputs, running them through the core in order, and handing the outputs to the next stage.
 //! A batch's handler completes only once every later stage has handled its outputs, so the shard
-//! door sees end-to-end backpressure and per-run order is preserved.
+//! door sees end-to-end backpressure and per-run order is preserved. A chain of stages ([`Then`])
+//! is defined once and either pushed through directly or started as actors ([`Chain`]).
 
 use actix::prelude::*;
 use toolstream_schemas::OutputEvent;
 
 use crate::intake::IntakeCore;
-use crate::item::Item;
+use crate::item::{Item, RunOutput};
 use crate::lifecycle::LifecycleCore;
 use crate::messages::{Batch, StageFailed};
 use crate::run::Coordinator;
@@ -16,50 +17,76 @@ use crate::usage::UsageCore;
 
 /// A pure core that turns inputs into outputs, in order.
 pub trait Stage: Unpin + 'static {
-    type In: Send + 'static;
-    type Out: Send + 'static;
+    type In: Send + Unpin + 'static;
+    type Out: Send + Unpin + 'static;
     fn push(&mut self, input: Self::In, out: &mut Vec<Self::Out>);
 }
 
-impl Stage for IntakeCore {
-    type In = Item;
-    type Out = Item;
-    fn push(&mut self, input: Item, out: &mut Vec<Item>) {
-        IntakeCore::push(self, input, out)
+/// A stage, or stages composed with [`Then`], that can also run as actors: one [`StageActor`] per
+/// stage, each delivering to the next. The same value is either pushed through directly (tests,
+/// benches) or started — so both paths run one definition of the chain.
+pub trait Chain: Stage {
+    /// Start one actor per stage on the current System, the last delivering to `sink`; returns
+    /// the first stage's recipient. Must be called from within a running System.
+    fn start(self, sink: Recipient<Batch<Self::Out>>) -> Recipient<Batch<Self::In>>;
+}
+
+/// Two stages in order: what `first` outputs, `second` takes.
+#[derive(Debug)]
+pub struct Then<A: Stage, B> {
+    pub first: A,
+    pub second: B,
+    between: Vec<A::Out>,
+}
+
+impl<A: Stage, B: Stage<In = A::Out>> Then<A, B> {
+    pub fn new(first: A, second: B) -> Self {
+        Then { first, second, between: Vec::new() }
     }
 }
 
-impl Stage for ShellCore {
-    type In = Item;
-    type Out = Item;
-    fn push(&mut self, input: Item, out: &mut Vec<Item>) {
-        ShellCore::push(self, input, out)
+impl<A: Stage, B: Stage<In = A::Out>> Stage for Then<A, B> {
+    type In = A::In;
+    type Out = B::Out;
+    fn push(&mut self, input: A::In, out: &mut Vec<B::Out>) {
+        self.first.push(input, &mut self.between);
+        for x in self.between.drain(..) {
+            self.second.push(x, out);
+        }
     }
 }
 
-impl Stage for LifecycleCore {
-    type In = Item;
-    type Out = Item;
-    fn push(&mut self, input: Item, out: &mut Vec<Item>) {
-        LifecycleCore::push(self, input, out)
+impl<A: Chain, B: Chain<In = A::Out>> Chain for Then<A, B> {
+    fn start(self, sink: Recipient<Batch<B::Out>>) -> Recipient<Batch<A::In>> {
+        let next = self.second.start(sink);
+        self.first.start(next)
     }
 }
 
-impl Stage for Coordinator {
-    type In = Item;
-    type Out = OutputEvent;
-    fn push(&mut self, input: Item, out: &mut Vec<OutputEvent>) {
-        Coordinator::push(self, input, out)
-    }
+/// `Stage` and `Chain` for one core: its `push` and one actor of its own.
+macro_rules! core_stage {
+    ($core:ty, $in:ty => $out:ty) => {
+        impl Stage for $core {
+            type In = $in;
+            type Out = $out;
+            fn push(&mut self, input: $in, out: &mut Vec<$out>) {
+                <$core>::push(self, input, out)
+            }
+        }
+
+        impl Chain for $core {
+            fn start(self, sink: Recipient<Batch<$out>>) -> Recipient<Batch<$in>> {
+                StageActor::new(self, sink).start().recipient()
+            }
+        }
+    };
 }
 
-impl Stage for UsageCore {
-    type In = OutputEvent;
-    type Out = OutputEvent;
-    fn push(&mut self, input: OutputEvent, out: &mut Vec<OutputEvent>) {
-        UsageCore::push(self, input, out)
-    }
-}
+core_stage!(IntakeCore, Item => Item);
+core_stage!(ShellCore, Item => Item);
+core_stage!(LifecycleCore, Item => Item);
+core_stage!(Coordinator, Item => RunOutput);
+core_stage!(UsageCore, RunOutput => OutputEvent);
 
 /// An actor owning one stage core and the address of the next stage.
 pub struct StageActor<S: Stage> {
@@ -107,15 +134,11 @@ pub type RunActor = StageActor<Coordinator>;
 /// Usage accounting (SPEC §6c).
 pub type UsageActor = StageActor<UsageCore>;
 
-/// Start the stages of a shard on the current actix System, wired in order (intake → shell
-/// delta → lifecycle → run → usage), delivering to `sink`. Returns the address of the first stage.
-/// Must be called from within a running System.
-pub fn start_shard(cfg: &crate::shard::ShardConfig, sink: Recipient<Batch<OutputEvent>>) -> Addr<IntakeActor> {
-    let usage = UsageActor::new(cfg.usage(), sink).start();
-    let run = RunActor::new(cfg.run(), usage.recipient()).start();
-    let lifecycle = LifecycleActor::new(cfg.lifecycle(), run.recipient()).start();
-    let shell = ShellDeltaActor::new(cfg.shell(), lifecycle.recipient()).start();
-    IntakeActor::new(IntakeCore::default(), shell.recipient()).start()
+/// Start the stages of a shard ([`crate::shard::shard_chain`]) on the current actix System, one
+/// actor each, delivering to `sink`. Returns the first stage's recipient. Must be called from
+/// within a running System.
+pub fn start_shard(cfg: &crate::shard::ShardConfig, sink: Recipient<Batch<OutputEvent>>) -> Recipient<Batch<Item>> {
+    crate::shard::shard_chain(cfg).start(sink)
 }
 
 #[cfg(test)]

@@ -1,11 +1,13 @@
 //! The worked examples of SPEC §5, §6, §6b and §6c, end to end through one shard's stages
-//! (shell delta → lifecycle → run → usage): a small input stream in, the output events checked.
+//! (intake → shell delta → lifecycle → run → usage, as the binary runs them: one actix actor per
+//! stage): a small input stream in, the output events checked.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod support;
 
 use std::sync::Arc;
 
 use toolstream_actors::item::Item;
-use toolstream_actors::shard::ShardCore;
 use toolstream_schemas::{
     Input, InputEvent, Output, OutputEvent, ResultStatus, RunEnd, RunStart, RunStatus, ShellStream, SourcePos,
     StopReason, TokenUsage, Tool, ToolEvent, ToolKind, Usage,
@@ -50,14 +52,11 @@ fn end(t: u64) -> Item {
     )
 }
 
-fn run(items: Vec<Item>) -> Vec<OutputEvent> {
-    let mut core = ShardCore::default();
-    let mut out = Vec::new();
-    for i in items {
-        core.push(i, &mut out);
-    }
-    core.push(Item::EndOfSource, &mut out);
-    out
+/// The items and an end of source through the shard's stages as the binary runs them: actix
+/// actors, one per stage (properties.rs checks the pure chain gives the same output).
+fn run(mut items: Vec<Item>) -> Vec<OutputEvent> {
+    items.push(Item::EndOfSource);
+    support::through_actors(vec![items])
 }
 
 fn lifecycle_lines(out: &[OutputEvent]) -> Vec<String> {

@@ -8,7 +8,7 @@ use serde_json::value::RawValue;
 use toolstream::decode::framing::LineReader;
 use toolstream::decode::Decoder;
 use toolstream_actors::intake::IntakeCore;
-use toolstream_actors::item::Item;
+use toolstream_actors::item::{Item, RunOutput};
 use toolstream_actors::lifecycle::LifecycleCore;
 use toolstream_actors::present::card::{build_card, CardContext};
 use toolstream_actors::present::scrub::Scrubber;
@@ -110,7 +110,7 @@ fn bench_stages(c: &mut Criterion) {
         || items(&corpus),
         || {
             let mut core = Coordinator::default();
-            move |i, out: &mut Vec<OutputEvent>| core.push(i, out)
+            move |i, out: &mut Vec<RunOutput>| core.push(i, out)
         },
     );
     let outputs = || {

@@ -11,7 +11,7 @@ use crossbeam_channel::{bounded, Receiver, Sender};
 use toolstream_actors::item::Item;
 use toolstream_actors::messages::{Batch, StageFailed};
 use toolstream_actors::shard::ShardConfig;
-use toolstream_actors::stage::{start_shard, IntakeActor};
+use toolstream_actors::stage::start_shard;
 use toolstream_schemas::OutputEvent;
 
 use crate::sequencer::SeqMsg;
@@ -160,7 +160,7 @@ pub fn sync_door(door: &Sender<DoorMsg>) {
 }
 
 /// Returns whether every batch passed every stage.
-fn pump(door: Receiver<DoorMsg>, first: Addr<IntakeActor>, fanout: Addr<Fanout>, system: System) -> bool {
+fn pump(door: Receiver<DoorMsg>, first: Recipient<Batch<Item>>, fanout: Addr<Fanout>, system: System) -> bool {
     let mut healthy = true;
     for msg in door {
         match msg {

@@ -196,8 +196,8 @@ impl Sink for StatsSink {
                     c.runs += 1;
                     continue;
                 }
-                // A visible incomplete call also produces a card marked `incomplete`; count it once.
-                Output::Card(card) if card.args.get("incomplete") != Some(&serde_json::Value::Bool(true)) => {
+                // A visible incomplete call also produces a card for it; count the call once.
+                Output::Card(card) if card.incomplete.is_none() => {
                     if card.is_error {
                         c.error_cards += 1;
                     }

@@ -385,11 +385,6 @@ pub enum Output {
         phase: String,
         fields: serde_json::Map<String, serde_json::Value>,
     },
-    /// A turn's SDK usage, in order with the run's messages. Internal: consumed by the usage stage,
-    /// which attributes it (or discards it as late); sinks never see it.
-    TurnUsage {
-        usage: TokenUsage,
-    },
 }
 
 /// The rendered record of one completed (or failed) call. Every string here is scrubbed and
@@ -424,6 +419,9 @@ pub struct Card {
     pub diff_hidden: usize,
     pub details: serde_json::Value,
     pub is_error: bool,
+    /// Set when this card stands for a call that never completed (SPEC §5.3): the same call also
+    /// has its [`IncompleteCall`] record, so counting calls counts this card once, not twice.
+    pub incomplete: Option<IncompleteReason>,
     pub started_ms: Option<u64>,
     pub completed_ms: Option<u64>,
 }

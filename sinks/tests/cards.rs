@@ -44,6 +44,7 @@ fn card(content: &str) -> Card {
         details: json!({}),
         is_error: false,
         started_ms: None,
+        incomplete: None,
         completed_ms: None,
     }
 }

@@ -50,6 +50,7 @@ fn card(call_id: &str, is_error: bool) -> Card {
         details: json!({"toolCallId": call_id, "body": SECRET}),
         is_error,
         started_ms: Some(1_000),
+        incomplete: None,
         completed_ms: Some(1_250),
     }
 }

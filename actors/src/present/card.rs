@@ -82,6 +82,7 @@ pub fn incomplete_card(ctx: &CardContext<'_>, rec: &IncompleteCall, args: Option
         obj.insert("activitySummary".into(), reason.into());
         obj.insert("incomplete".into(), true.into());
     }
+    card.incomplete = Some(rec.reason);
     card
 }
 
@@ -212,6 +213,7 @@ fn assemble(
         details,
         is_error: r.is_error,
         started_ms: None,
+        incomplete: None,
         completed_ms: None,
     }
 }

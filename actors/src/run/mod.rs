@@ -16,7 +16,7 @@ use std::sync::Arc;
 
 use toolstream_schemas::{Input, InputEvent, Output, OutputEvent, RunEnd, RunId, RunStatus};
 
-use crate::item::Item;
+use crate::item::{Item, RunOutput};
 use crate::present::scrub::Scrubber;
 use state::Run;
 
@@ -93,12 +93,12 @@ impl Coordinator {
     }
 
     /// Process one input event (convenience for [`Coordinator::push`]).
-    pub fn handle(&mut self, ev: InputEvent, out: &mut Vec<OutputEvent>) {
+    pub fn handle(&mut self, ev: InputEvent, out: &mut Vec<RunOutput>) {
         self.push(Item::Input(ev), out);
     }
 
     /// Process one item: fire the timers due by its time, then handle it.
-    pub fn push(&mut self, item: Item, out: &mut Vec<OutputEvent>) {
+    pub fn push(&mut self, item: Item, out: &mut Vec<RunOutput>) {
         match item {
             Item::Tick(t) => self.fire_all(t, out),
             Item::EndOfSource => self.finish(out),
@@ -106,7 +106,7 @@ impl Coordinator {
             Item::Input(ev) => self.on_input(ev, out),
             Item::Diagnostic { session, at_ms, phase, fields } if !self.is_open(&session) => {
                 let run = self.no_run();
-                out.push(OutputEvent { run, at_ms, kind: Output::Diagnostic { phase: phase.into(), fields } });
+                out.push(OutputEvent { run, at_ms, kind: Output::Diagnostic { phase: phase.into(), fields } }.into());
             }
             other => {
                 let Some(session) = other.session().cloned() else { return };
@@ -141,7 +141,7 @@ impl Coordinator {
 
     /// Something for a session whose run already closed (a background task's notification, usage
     /// after `wait`, …): traced, never a new run.
-    fn late(&mut self, what: &str, at_ms: u64, raw: Option<serde_json::Value>, out: &mut Vec<OutputEvent>) {
+    fn late(&mut self, what: &str, at_ms: u64, raw: Option<serde_json::Value>, out: &mut Vec<RunOutput>) {
         let mut fields = serde_json::Map::new();
         fields.insert("what".into(), what.into());
         if let Some(mut raw) = raw {
@@ -149,10 +149,10 @@ impl Coordinator {
             fields.insert("raw".into(), raw);
         }
         let run = self.no_run();
-        out.push(OutputEvent { run, at_ms, kind: Output::Diagnostic { phase: "after_run_end".into(), fields } });
+        out.push(OutputEvent { run, at_ms, kind: Output::Diagnostic { phase: "after_run_end".into(), fields } }.into());
     }
 
-    fn on_input(&mut self, ev: InputEvent, out: &mut Vec<OutputEvent>) {
+    fn on_input(&mut self, ev: InputEvent, out: &mut Vec<RunOutput>) {
         let t = ev.at_ms;
         let had_runs = self.sessions.get(&ev.session).is_some_and(|s| s.runs_started > 0)
             || self.retired.contains_key(&ev.session);
@@ -183,7 +183,7 @@ impl Coordinator {
         }
     }
 
-    fn fire_all(&mut self, t: u64, out: &mut Vec<OutputEvent>) {
+    fn fire_all(&mut self, t: u64, out: &mut Vec<RunOutput>) {
         let mut keys: Vec<Arc<str>> =
             self.sessions.iter().filter(|(_, s)| s.open.is_some()).map(|(k, _)| k.clone()).collect();
         keys.sort();
@@ -196,12 +196,12 @@ impl Coordinator {
     }
 
     /// End of input: every open run ends without its `result` (SPEC §1.1 rule 10).
-    pub fn finish(&mut self, out: &mut Vec<OutputEvent>) {
+    pub fn finish(&mut self, out: &mut Vec<RunOutput>) {
         self.close_all(out, missing_result);
     }
 
     /// Cancellation (Ctrl-C): every open run is cancelled.
-    pub fn cancel_all(&mut self, out: &mut Vec<OutputEvent>) {
+    pub fn cancel_all(&mut self, out: &mut Vec<RunOutput>) {
         self.close_all(out, || RunEnd {
             status: RunStatus::Cancelled,
             result_text: None,
@@ -212,7 +212,7 @@ impl Coordinator {
         });
     }
 
-    fn close_all(&mut self, out: &mut Vec<OutputEvent>, end: impl Fn() -> RunEnd) {
+    fn close_all(&mut self, out: &mut Vec<RunOutput>, end: impl Fn() -> RunEnd) {
         let mut keys: Vec<Arc<str>> =
             self.sessions.iter().filter(|(_, s)| s.open.is_some()).map(|(k, _)| k.clone()).collect();
         keys.sort(); // deterministic output order
@@ -284,7 +284,7 @@ fn run_for<'a>(
     cfg: &CoordinatorConfig,
     session: &Arc<str>,
     t: Option<u64>,
-    out: &mut Vec<OutputEvent>,
+    out: &mut Vec<RunOutput>,
 ) -> &'a mut Run {
     let s = session_entry(sessions, retired, session);
     let run = s.open.get_or_insert_with(|| {

@@ -12,7 +12,7 @@ use toolstream_schemas::{
 use super::calls::{CallTable, Completion};
 use super::text::{self, SegmentDedupe};
 use super::CoordinatorConfig;
-use crate::item::Item;
+use crate::item::{Item, RunOutput};
 use crate::present::bounds::{THINKING_MAX_CHARS, THINKING_TRUNCATED_MARKER};
 use crate::present::card::{build_card, incomplete_card, CardContext};
 
@@ -99,14 +99,14 @@ impl Run {
         }
     }
 
-    fn emit(&self, out: &mut Vec<OutputEvent>, kind: Output) {
-        out.push(OutputEvent { run: self.id.clone(), at_ms: self.now, kind });
+    fn emit(&self, out: &mut Vec<RunOutput>, kind: Output) {
+        out.push(OutputEvent { run: self.id.clone(), at_ms: self.now, kind }.into());
     }
 
     /// Fire the batch timers due before `t` (also those due at `t` when `inclusive`: a tick at `t`
     /// means `t` has passed; an event at `t` comes before timers due at `t`, SPEC §2), then move
     /// event time to `t`.
-    pub(super) fn advance(&mut self, cfg: &CoordinatorConfig, t: u64, inclusive: bool, out: &mut Vec<OutputEvent>) {
+    pub(super) fn advance(&mut self, cfg: &CoordinatorConfig, t: u64, inclusive: bool, out: &mut Vec<RunOutput>) {
         let due = |until: u64| until < t || (inclusive && until == t);
         loop {
             match self.batch {
@@ -129,7 +129,7 @@ impl Run {
     }
 
     /// Handle an item other than an input event (lines and diagnostics of earlier stages).
-    pub(super) fn on_item(&mut self, item: Item, out: &mut Vec<OutputEvent>) {
+    pub(super) fn on_item(&mut self, item: Item, out: &mut Vec<RunOutput>) {
         self.announce(out);
         match item {
             Item::Lifecycle(line) => {
@@ -149,7 +149,7 @@ impl Run {
     }
 
     /// Handle one input event; returns true when the run closed.
-    pub(super) fn on_input(&mut self, cfg: &CoordinatorConfig, ev: InputEvent, out: &mut Vec<OutputEvent>) -> bool {
+    pub(super) fn on_input(&mut self, cfg: &CoordinatorConfig, ev: InputEvent, out: &mut Vec<RunOutput>) -> bool {
         match ev.kind {
             Input::RunStarted(mut start) => {
                 self.unknown_fields(cfg, out, "run-started", std::mem::take(&mut start.extra));
@@ -223,7 +223,7 @@ impl Run {
             }
             Input::TurnUsage(usage) => {
                 // Attributed by the usage stage after this one; here it only ends the wait.
-                self.emit(out, Output::TurnUsage { usage });
+                out.push(RunOutput::TurnUsage { run: self.id.clone(), at_ms: self.now, usage });
                 match self.batch {
                     Batch::Settling { until, .. } => self.batch = Batch::Settling { until, usage_seen: true },
                     Batch::Waiting { since, until } => {
@@ -258,7 +258,7 @@ impl Run {
     fn unknown_fields(
         &self,
         cfg: &CoordinatorConfig,
-        out: &mut Vec<OutputEvent>,
+        out: &mut Vec<RunOutput>,
         what: &str,
         fields: toolstream_schemas::UnknownFields,
     ) {
@@ -277,7 +277,7 @@ impl Run {
         self.emit(out, Output::Diagnostic { phase: "raw".into(), fields: f });
     }
 
-    fn announce(&mut self, out: &mut Vec<OutputEvent>) {
+    fn announce(&mut self, out: &mut Vec<RunOutput>) {
         if !self.announced {
             self.announced = true;
             let s = &self.start;
@@ -286,12 +286,12 @@ impl Run {
         }
     }
 
-    fn diagnostic(&self, out: &mut Vec<OutputEvent>, phase: &str, fields: &[(&str, &str)]) {
+    fn diagnostic(&self, out: &mut Vec<RunOutput>, phase: &str, fields: &[(&str, &str)]) {
         let fields = fields.iter().map(|(k, v)| ((*k).to_owned(), serde_json::Value::from(*v))).collect();
         self.emit(out, Output::Diagnostic { phase: phase.into(), fields });
     }
 
-    fn emit_thinking(&mut self, out: &mut Vec<OutputEvent>, mut text: String) {
+    fn emit_thinking(&mut self, out: &mut Vec<RunOutput>, mut text: String) {
         if text.is_empty() || self.thinking_chars > THINKING_MAX_CHARS {
             return;
         }
@@ -313,7 +313,7 @@ impl Run {
         self.emit(out, Output::Thinking { turn, delta: text });
     }
 
-    fn emit_text(&mut self, out: &mut Vec<OutputEvent>, mut text: String) {
+    fn emit_text(&mut self, out: &mut Vec<RunOutput>, mut text: String) {
         if text.is_empty() {
             return;
         }
@@ -327,7 +327,7 @@ impl Run {
         self.emit(out, Output::Text { turn, delta: text });
     }
 
-    fn open_message(&mut self, out: &mut Vec<OutputEvent>) {
+    fn open_message(&mut self, out: &mut Vec<RunOutput>) {
         if !self.message_open {
             self.message_open = true;
             let turn = self.turn;
@@ -336,7 +336,7 @@ impl Run {
     }
 
     /// Make sure a message is open, not in a tool batch, with the given block current.
-    fn open_block(&mut self, out: &mut Vec<OutputEvent>, block: Block) {
+    fn open_block(&mut self, out: &mut Vec<RunOutput>, block: Block) {
         if self.batch != Batch::None {
             // Text or thinking after cards: the tool-use message ends first.
             self.end_message(out, StopReason::ToolUse, None);
@@ -348,7 +348,7 @@ impl Run {
         }
     }
 
-    fn end_block(&mut self, out: &mut Vec<OutputEvent>) {
+    fn end_block(&mut self, out: &mut Vec<RunOutput>) {
         if self.block != Block::None {
             self.block = Block::None;
             let turn = self.turn;
@@ -357,7 +357,7 @@ impl Run {
     }
 
     /// End the current message. Its usage is filled in by the usage stage.
-    fn end_message(&mut self, out: &mut Vec<OutputEvent>, stop_reason: StopReason, error: Option<String>) {
+    fn end_message(&mut self, out: &mut Vec<RunOutput>, stop_reason: StopReason, error: Option<String>) {
         self.end_block(out);
         let turn = self.turn;
         self.emit(out, Output::MessageEnded { turn, stop_reason, usage: Usage::default(), error });
@@ -379,7 +379,7 @@ impl Run {
         }
     }
 
-    fn on_completed(&mut self, cfg: &CoordinatorConfig, mut t: ToolEvent, out: &mut Vec<OutputEvent>) {
+    fn on_completed(&mut self, cfg: &CoordinatorConfig, mut t: ToolEvent, out: &mut Vec<RunOutput>) {
         let started = match self.calls.complete(&t) {
             Completion::Duplicate(why) => {
                 self.diagnostic(out, "display_decision", &[("action", "drop-duplicate-completion"), ("reason", why)]);
@@ -417,7 +417,7 @@ impl Run {
 
     /// End the run: close the tool batch, emit the final text, resolve incomplete calls, end the
     /// last message with the run's outcome and close the run. Called exactly once per run.
-    pub(super) fn close(&mut self, cfg: &CoordinatorConfig, end: RunEnd, out: &mut Vec<OutputEvent>) {
+    pub(super) fn close(&mut self, cfg: &CoordinatorConfig, end: RunEnd, out: &mut Vec<RunOutput>) {
         self.announce(out);
         // Incomplete calls (SPEC §5.3). Their cards join the tool batch, so that, like every card,
         // they end a tool-use message: pi answers tool calls only there.

@@ -8,6 +8,7 @@ use toolstream_schemas::{
 };
 
 use super::{Coordinator, CoordinatorConfig};
+use crate::item::RunOutput;
 
 fn ev(session: &str, at: u64, kind: Input) -> InputEvent {
     InputEvent { session: Arc::from(session), at_ms: Some(at), pos: SourcePos::default(), kind }
@@ -36,7 +37,17 @@ fn run(events: Vec<InputEvent>) -> Vec<OutputEvent> {
         c.handle(e, &mut out);
     }
     c.finish(&mut out);
-    out
+    sink_facing(out)
+}
+
+/// The run stage's outputs without the turn usages meant for the usage stage.
+fn sink_facing(out: Vec<RunOutput>) -> Vec<OutputEvent> {
+    out.into_iter()
+        .filter_map(|o| match o {
+            RunOutput::Event(e) => Some(e),
+            RunOutput::TurnUsage { .. } => None,
+        })
+        .collect()
 }
 
 /// A compact trace: one short string per output event that matters here.
@@ -173,7 +184,7 @@ fn eof_without_result_fails_the_run_and_cancel_aborts() {
     c.handle(ev(S, 1, Input::ToolStarted(tool("a", ToolKind::Task, Some("{}"), None))), &mut out);
     c.cancel_all(&mut out);
     c.finish(&mut out); // nothing left to close
-    let t = trace(&out);
+    let t = trace(&sink_facing(out));
     assert!(t.contains(&"incomplete:Cursor subagent:abort:true".to_owned()), "{t:?}");
     assert_eq!(t.iter().filter(|l| l.starts_with("closed:")).count(), 1);
     assert!(t.contains(&"end:Aborted".to_owned()));

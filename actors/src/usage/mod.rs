@@ -10,6 +10,7 @@ use std::sync::Arc;
 
 use toolstream_schemas::{Output, OutputEvent, RunId, StopReason, TokenUsage, Usage};
 
+use crate::item::RunOutput;
 use crate::present::bounds::estimate_tokens;
 
 /// Limits a turn's SDK usage must respect to be believed.
@@ -102,9 +103,14 @@ impl UsageCore {
         })
     }
 
-    /// Process one output event; everything but `TurnUsage` passes on (with `MessageEnded` usage
-    /// filled in), plus `usage_applied` diagnostics.
-    pub fn push(&mut self, mut ev: OutputEvent, out: &mut Vec<OutputEvent>) {
+    /// Process one output of the run stage: a turn's usage is held for its message (or discarded
+    /// as late); every event passes on, with `MessageEnded` usage filled in, plus `usage_applied`
+    /// diagnostics.
+    pub fn push(&mut self, input: RunOutput, out: &mut Vec<OutputEvent>) {
+        let mut ev = match input {
+            RunOutput::Event(ev) => ev,
+            RunOutput::TurnUsage { run, at_ms, usage } => return self.turn_usage(run, at_ms, usage, out),
+        };
         let run = ev.run.clone();
         match &mut ev.kind {
             Output::RunOpened { prompt, .. } => {
@@ -131,34 +137,6 @@ impl UsageCore {
                 let result = estimate_tokens(&card.content);
                 r.next_input += result;
                 r.context += result;
-            }
-            Output::TurnUsage { usage } => {
-                let usage = *usage;
-                let at_ms = ev.at_ms;
-                let r = self.runs.entry(run.clone()).or_default();
-                let verdict = if r.owed {
-                    r.owed = false;
-                    "late"
-                } else if r.message_open && r.sdk.is_none() {
-                    r.sdk = Some(usage);
-                    "held"
-                } else if !r.message_open && r.held.is_none() {
-                    r.held = Some(usage);
-                    "held"
-                } else {
-                    "already-has-usage"
-                };
-                if verdict != "held" {
-                    let mut fields = serde_json::Map::new();
-                    fields.insert("action".into(), "discard-turn-usage".into());
-                    fields.insert("reason".into(), verdict.into());
-                    out.push(OutputEvent {
-                        run,
-                        at_ms,
-                        kind: Output::Diagnostic { phase: "usage_discarded".into(), fields },
-                    });
-                }
-                return;
             }
             Output::MessageEnded { turn, stop_reason, usage, .. } => {
                 let cfg_usage = self.runs.get(&run).and_then(|r| r.sdk).and_then(|u| self.sdk_usage(&u));
@@ -202,6 +180,30 @@ impl UsageCore {
             _ => {}
         }
         out.push(ev);
+    }
+
+    /// A turn's SDK usage: held for the message it belongs to, or discarded (late, or a second
+    /// usage for one message) with a `usage_discarded` diagnostic.
+    fn turn_usage(&mut self, run: Arc<RunId>, at_ms: u64, usage: TokenUsage, out: &mut Vec<OutputEvent>) {
+        let r = self.runs.entry(run.clone()).or_default();
+        let verdict = if r.owed {
+            r.owed = false;
+            "late"
+        } else if r.message_open && r.sdk.is_none() {
+            r.sdk = Some(usage);
+            "held"
+        } else if !r.message_open && r.held.is_none() {
+            r.held = Some(usage);
+            "held"
+        } else {
+            "already-has-usage"
+        };
+        if verdict != "held" {
+            let mut fields = serde_json::Map::new();
+            fields.insert("action".into(), "discard-turn-usage".into());
+            fields.insert("reason".into(), verdict.into());
+            out.push(OutputEvent { run, at_ms, kind: Output::Diagnostic { phase: "usage_discarded".into(), fields } });
+        }
     }
 }
 

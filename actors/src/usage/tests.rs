@@ -3,25 +3,39 @@ use std::sync::Arc;
 use toolstream_schemas::{Output, OutputEvent, RunId, RunTotals, StopReason, TokenUsage, Usage};
 
 use super::UsageCore;
+use crate::item::RunOutput;
 
 fn run_id() -> Arc<RunId> {
     Arc::new(RunId { session: Arc::from("s"), seq: 1 })
 }
 
-fn ev(at: u64, kind: Output) -> OutputEvent {
-    OutputEvent { run: run_id(), at_ms: at, kind }
+/// What the run stage hands over: an event, or a turn's usage.
+enum K {
+    Event(Output),
+    Turn(TokenUsage),
 }
 
-fn turn(input: u64, output: u64, read: u64, write: u64) -> Output {
-    Output::TurnUsage {
-        usage: TokenUsage {
-            input_tokens: input,
-            output_tokens: output,
-            cache_read_tokens: read,
-            cache_write_tokens: write,
-            reasoning_tokens: None,
-        },
+impl From<Output> for K {
+    fn from(o: Output) -> Self {
+        K::Event(o)
     }
+}
+
+fn ev(at: u64, kind: impl Into<K>) -> RunOutput {
+    match kind.into() {
+        K::Event(kind) => RunOutput::Event(OutputEvent { run: run_id(), at_ms: at, kind }),
+        K::Turn(usage) => RunOutput::TurnUsage { run: run_id(), at_ms: at, usage },
+    }
+}
+
+fn turn(input: u64, output: u64, read: u64, write: u64) -> K {
+    K::Turn(TokenUsage {
+        input_tokens: input,
+        output_tokens: output,
+        cache_read_tokens: read,
+        cache_write_tokens: write,
+        reasoning_tokens: None,
+    })
 }
 
 fn end(turn: u32, stop: StopReason) -> Output {
@@ -47,19 +61,19 @@ fn card(content: &str) -> Output {
         details: serde_json::Value::Null,
         is_error: false,
         started_ms: None,
+        incomplete: None,
         completed_ms: None,
     };
     Output::Card(Box::new(c))
 }
 
-/// The usage of every MessageEnded, and whether any TurnUsage leaked through.
-fn usages(events: Vec<OutputEvent>) -> Vec<Usage> {
+/// The usage of every MessageEnded.
+fn usages(events: Vec<RunOutput>) -> Vec<Usage> {
     let mut core = UsageCore::default();
     let mut out = Vec::new();
     for e in events {
         core.push(e, &mut out);
     }
-    assert!(!out.iter().any(|e| matches!(e.kind, Output::TurnUsage { .. })), "TurnUsage never reaches sinks");
     out.iter()
         .filter_map(|e| match &e.kind {
             Output::MessageEnded { usage, .. } => Some(*usage),

@@ -213,10 +213,7 @@ impl<W: Write + Send> CardsSink<W> {
                 let summary = clean_line(&summary);
                 self.line(&format!("{}── {summary} ──{}", s.bold, s.reset))?;
             }
-            Output::MessageStarted { .. }
-            | Output::IncompleteCall(_)
-            | Output::Diagnostic { .. }
-            | Output::TurnUsage { .. } => {}
+            Output::MessageStarted { .. } | Output::IncompleteCall(_) | Output::Diagnostic { .. } => {}
         }
         Ok(())
     }

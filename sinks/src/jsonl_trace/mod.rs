@@ -279,7 +279,7 @@ impl<W: Write + Send> JsonlTraceSink<W> {
                 return None;
             }
             // Internal to the usage stage (sinks never see it); nothing to trace if one slips through.
-            Output::BlockEnded { .. } | Output::TurnUsage { .. } => return None,
+            Output::BlockEnded { .. } => return None,
             Output::LifecycleLine { call, title, label } => (
                 "tool_lifecycle".into(),
                 vec![
@@ -341,10 +341,7 @@ impl<W: Write + Send> Sink for JsonlTraceSink<W> {
 
 /// Whether an event would produce a trace line (used to count suppressed lines cheaply).
 fn produces_line(kind: &Output) -> bool {
-    !matches!(
-        kind,
-        Output::Text { .. } | Output::Thinking { .. } | Output::BlockEnded { .. } | Output::TurnUsage { .. }
-    )
+    !matches!(kind, Output::Text { .. } | Output::Thinking { .. } | Output::BlockEnded { .. })
 }
 
 /// The run's label; the engine's run-less diagnostics (`seq` 0) get `""`.

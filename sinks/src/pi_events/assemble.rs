@@ -122,7 +122,7 @@ impl Assembler {
             out.push(Step::RunOpened { cwd: cwd.clone(), model, prompt: prompt.clone(), at: ev.at_ms });
             return;
         }
-        if matches!(ev.kind, Output::Diagnostic { .. } | Output::TurnUsage { .. } | Output::ShellProgress { .. }) {
+        if matches!(ev.kind, Output::Diagnostic { .. } | Output::ShellProgress { .. }) {
             return;
         }
         let run = self.runs.entry(ev.run.clone()).or_insert_with(|| RunState {
@@ -170,10 +170,7 @@ impl Assembler {
             Output::IncompleteCall(_) => {
                 // A visible incomplete call is followed by its card; nothing else to show.
             }
-            Output::RunOpened { .. }
-            | Output::Diagnostic { .. }
-            | Output::TurnUsage { .. }
-            | Output::ShellProgress { .. } => {}
+            Output::RunOpened { .. } | Output::Diagnostic { .. } | Output::ShellProgress { .. } => {}
         }
     }
 }

@@ -76,6 +76,7 @@ pub fn card(label: &str, k: u32, pi_tool: &str, args: Value, content: &str, is_e
         details: json!({"variant": "native"}),
         is_error,
         started_ms: None,
+        incomplete: None,
         completed_ms: None,
     }))
 }

@@ -1,0 +1,48 @@
+//! What the actor tests share: running items through the actor chain the binary runs.
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use actix::prelude::*;
+use toolstream_actors::item::Item;
+use toolstream_actors::messages::{Batch, StageFailed};
+use toolstream_actors::shard::ShardConfig;
+use toolstream_schemas::OutputEvent;
+
+/// Collects what the last stage delivers.
+struct Collect(Vec<OutputEvent>);
+
+impl Actor for Collect {
+    type Context = Context<Self>;
+}
+
+impl Handler<Batch<OutputEvent>> for Collect {
+    type Result = Result<(), StageFailed>;
+    fn handle(&mut self, batch: Batch<OutputEvent>, _: &mut Context<Self>) -> Self::Result {
+        self.0.extend(batch.0);
+        Ok(())
+    }
+}
+
+#[derive(Message)]
+#[rtype(result = "Vec<OutputEvent>")]
+struct Take;
+
+impl Handler<Take> for Collect {
+    type Result = MessageResult<Take>;
+    fn handle(&mut self, _: Take, _: &mut Context<Self>) -> Self::Result {
+        MessageResult(std::mem::take(&mut self.0))
+    }
+}
+
+/// Hand `batches` to the shard's stages started as actix actors (`stage::start_shard`, as the
+/// binary's shards do) on a System of their own, each batch awaited through every stage as the
+/// shard's pump does; returns what the last stage delivered.
+pub fn through_actors(batches: Vec<Vec<Item>>) -> Vec<OutputEvent> {
+    actix::System::new().block_on(async move {
+        let collect = Collect(Vec::new()).start();
+        let first = toolstream_actors::stage::start_shard(&ShardConfig::default(), collect.clone().recipient());
+        for batch in batches {
+            assert_eq!(first.send(Batch(batch)).await.unwrap(), Ok(()), "a stage failed");
+        }
+        collect.send(Take).await.unwrap()
+    })
+}

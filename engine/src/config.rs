@@ -1,8 +1,10 @@
-//! Effective configuration: built-in defaults, then a TOML config file, then environment variables
-//! (the `PI_CURSOR_*` names of the pi extension, `TOOLSTREAM_*`, `OTEL_*`), then command-line flags.
-//! Every value remembers where it came from ([`Origin`]) so `toolstream config` can explain it.
-//! The Cursor API key is only ever read from `CURSOR_API_KEY`, kept to scrub it from outputs, and
-//! never displayed.
+//! Effective configuration: built-in defaults, then a TOML config file, then environment
+//! variables, then command-line flags. Every setting is declared once, in the [`settings!`] table
+//! below (its name — the config-file key —, type, default, bounds, environment variables, and
+//! what it does); the file, the environment, the flags and `toolstream config` all read that one
+//! declaration. Only settings that do something in this build are declared. Every value
+//! remembers where it came from ([`Origin`]) so `toolstream config` can explain it. The Cursor API
+//! key is only ever read from `CURSOR_API_KEY`, kept to scrub it from outputs, and never displayed.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -10,74 +12,306 @@ use std::path::{Path, PathBuf};
 
 use toml::{Spanned, Value};
 
-/// Environment variable names read by [`Config::load`].
-pub mod vars {
-    pub const CONFIG: &str = "TOOLSTREAM_CONFIG";
-    pub const SHARDS: &str = "TOOLSTREAM_SHARDS";
-    pub const LIFECYCLE_DEFER_MS: &str = "TOOLSTREAM_LIFECYCLE_DEFER_MS";
-    pub const BATCH_SETTLE_MS: &str = "TOOLSTREAM_BATCH_SETTLE_MS";
-    pub const USAGE_WAIT_MS: &str = "TOOLSTREAM_USAGE_WAIT_MS";
-    pub const USAGE_POLL_MS: &str = "TOOLSTREAM_USAGE_POLL_MS";
-    pub const TRACE_ENABLED: &str = "PI_CURSOR_SDK_EVENT_DEBUG";
-    pub const TRACE_FILE: &str = "TOOLSTREAM_TRACE_FILE";
-    pub const TRACE_LIMIT_BYTES: &str = "TOOLSTREAM_TRACE_LIMIT_BYTES";
-    pub const API_KEY: &str = "CURSOR_API_KEY";
-    pub const BRIDGE_ENABLED: &str = "PI_CURSOR_PI_TOOL_BRIDGE";
-    pub const EXPOSE_BUILTIN_TOOLS: &str = "PI_CURSOR_EXPOSE_BUILTIN_TOOLS";
-    pub const ASK_QUESTION: &str = "PI_CURSOR_ASK_QUESTION";
-    pub const BRIDGE_CALL_TIMEOUT_MS: &str = "PI_CURSOR_PI_BRIDGE_CALL_TIMEOUT_MS";
-    pub const MCP_TOOL_TIMEOUT_MS: &str = "PI_CURSOR_MCP_TOOL_TIMEOUT_MS";
-    pub const MCP_TOOL_TIMEOUT_SECONDS: &str = "PI_CURSOR_MCP_TOOL_TIMEOUT_SECONDS";
-    pub const MCP_CONNECT_TIMEOUT_MS: &str = "PI_CURSOR_MCP_CONNECT_TIMEOUT_MS";
-    pub const MCP_CONNECT_TIMEOUT_SECONDS: &str = "PI_CURSOR_MCP_CONNECT_TIMEOUT_SECONDS";
-    pub const BRIDGE_DEBUG: &str = "PI_CURSOR_PI_TOOL_BRIDGE_DEBUG";
-    pub const BRIDGE_DEBUG_FILE: &str = "PI_CURSOR_PI_TOOL_BRIDGE_DEBUG_FILE";
-    pub const NATIVE_TOOL_DISPLAY: &str = "PI_CURSOR_NATIVE_TOOL_DISPLAY";
-    pub const CAPTURE_CONTENT: &str = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT";
-    pub const OTLP_ENDPOINT: &str = "OTEL_EXPORTER_OTLP_ENDPOINT";
-    pub const CURSOR_REPLAY: &str = "TOOLSTREAM_CURSOR_REPLAY";
-    pub const CURSOR_SHELL: &str = "TOOLSTREAM_CURSOR_SHELL";
-}
+use crate::sinks::WhenFull;
 
-pub const DEFAULT_LIFECYCLE_DEFER_MS: u64 = 75;
-pub const DEFAULT_BATCH_SETTLE_MS: u64 = 75;
-pub const DEFAULT_USAGE_WAIT_MS: u64 = 125;
-pub const DEFAULT_USAGE_POLL_MS: u64 = 25;
-pub const DEFAULT_TRACE_FILE: &str = "toolstream-trace.jsonl";
-pub const DEFAULT_TRACE_LIMIT_BYTES: u64 = 2 * 1024 * 1024;
-pub const DEFAULT_BRIDGE_CALL_TIMEOUT_MS: u64 = 3_600_000;
-/// Clamp of the bridge call timeout ceiling (`PI_CURSOR_MCP_TOOL_TIMEOUT_*`): 60 s to 2³¹−1 ms.
-pub const BRIDGE_CALL_TIMEOUT_RANGE_MS: (u64, u64) = (60_000, (1 << 31) - 1);
-pub const DEFAULT_MCP_CONNECT_TIMEOUT_MS: u64 = 10_000;
-/// Clamp of the MCP connect/list timeout: 1 s to 60 s.
-pub const MCP_CONNECT_TIMEOUT_RANGE_MS: (u64, u64) = (1_000, 60_000);
+/// The variable that names the config file.
+pub const CONFIG_ENV: &str = "TOOLSTREAM_CONFIG";
 
 /// The file searched for in the working directory.
 pub const LOCAL_CONFIG_FILE: &str = "toolstream.toml";
 
-/// Keys accepted in the config file (the setting names).
-pub const FILE_KEYS: &[&str] = &[
-    "shards",
-    "lifecycle_defer_ms",
-    "batch_settle_ms",
-    "usage_wait_ms",
-    "usage_poll_ms",
-    "trace_enabled",
-    "trace_file",
-    "trace_limit_bytes",
-    "bridge_enabled",
-    "expose_builtin_tools",
-    "ask_question",
-    "bridge_call_timeout_ms",
-    "mcp_connect_timeout_ms",
-    "bridge_debug",
-    "bridge_debug_file",
-    "native_tool_display",
-    "capture_content",
-    "otlp_endpoint",
-    "cursor_replay",
-    "cursor_shell",
-];
+/// More shards than this only adds hand-offs: larger values are clamped, with a warning.
+pub const MAX_SHARDS: u64 = 64;
+
+/// Integer bounds of a setting: below `min` is an error, above `max` is clamped with a warning.
+#[derive(Clone, Copy, Debug)]
+pub struct Bounds {
+    pub min: u64,
+    pub max: Option<u64>,
+}
+
+const ANY: Bounds = Bounds { min: 0, max: None };
+const POSITIVE: Bounds = Bounds { min: 1, max: None };
+
+/// One declared setting, as `toolstream config`, the file and the environment see it.
+#[derive(Debug)]
+pub struct Decl {
+    /// The config-file key and the name `toolstream config` shows.
+    pub name: &'static str,
+    /// Environment variables, in the order they are applied (a later one wins).
+    pub env: &'static [&'static str],
+    /// The command-line flag that sets it, if any.
+    pub flag: Option<&'static str>,
+    /// Whether the config file may set it (the API key may not).
+    pub in_file: bool,
+    /// What it does.
+    pub doc: &'static str,
+}
+
+/// The type of a setting's value: how it is read from the environment (and flags) and the config
+/// file, shown, and bounded.
+pub trait SettingValue: Sized + Clone {
+    /// From an environment variable or a flag.
+    fn parse_text(s: &str, b: Bounds) -> Result<Self, String>;
+    /// From the config file.
+    fn parse_toml(v: &Value, b: Bounds) -> Result<Self, String>;
+    fn to_json(&self) -> serde_json::Value;
+    fn show(&self) -> String;
+    /// Clamp to `b`, saying what was changed.
+    fn bound(&mut self, _b: Bounds) -> Option<String> {
+        None
+    }
+}
+
+macro_rules! int_setting {
+    ($t:ty) => {
+        impl SettingValue for $t {
+            fn parse_text(s: &str, b: Bounds) -> Result<Self, String> {
+                let n = s.trim().parse::<u64>().map_err(|_| int_expected(b))?;
+                check_min(n, b)?;
+                <$t>::try_from(n).map_err(|_| "a smaller integer".to_owned())
+            }
+            fn parse_toml(v: &Value, b: Bounds) -> Result<Self, String> {
+                let n = v.as_integer().and_then(|n| u64::try_from(n).ok()).ok_or_else(|| int_expected(b))?;
+                check_min(n, b)?;
+                <$t>::try_from(n).map_err(|_| "a smaller integer".to_owned())
+            }
+            fn to_json(&self) -> serde_json::Value {
+                (*self).into()
+            }
+            fn show(&self) -> String {
+                self.to_string()
+            }
+            fn bound(&mut self, b: Bounds) -> Option<String> {
+                let max = b.max.and_then(|m| <$t>::try_from(m).ok())?;
+                (*self > max).then(|| {
+                    let was = *self;
+                    *self = max;
+                    format!("{was} is more than {max}; using {max}")
+                })
+            }
+        }
+    };
+}
+
+int_setting!(u64);
+int_setting!(usize);
+
+impl SettingValue for bool {
+    fn parse_text(s: &str, _: Bounds) -> Result<Self, String> {
+        parse_bool(s).ok_or_else(|| BOOL_EXPECTED.to_owned())
+    }
+    fn parse_toml(v: &Value, b: Bounds) -> Result<Self, String> {
+        match v {
+            Value::Boolean(x) => Ok(*x),
+            Value::String(s) => Self::parse_text(s, b),
+            _ => Err(BOOL_EXPECTED.to_owned()),
+        }
+    }
+    fn to_json(&self) -> serde_json::Value {
+        (*self).into()
+    }
+    fn show(&self) -> String {
+        self.to_string()
+    }
+}
+
+impl SettingValue for PathBuf {
+    fn parse_text(s: &str, _: Bounds) -> Result<Self, String> {
+        Ok(PathBuf::from(s))
+    }
+    fn parse_toml(v: &Value, _: Bounds) -> Result<Self, String> {
+        match v {
+            Value::String(s) if !s.trim().is_empty() => Ok(PathBuf::from(s)),
+            _ => Err("a path (a non-empty string)".to_owned()),
+        }
+    }
+    fn to_json(&self) -> serde_json::Value {
+        self.display().to_string().into()
+    }
+    fn show(&self) -> String {
+        self.display().to_string()
+    }
+}
+
+impl SettingValue for Secret {
+    fn parse_text(s: &str, _: Bounds) -> Result<Self, String> {
+        Ok(Secret::new(Some(s.to_owned())))
+    }
+    fn parse_toml(_: &Value, _: Bounds) -> Result<Self, String> {
+        Err("set only by its environment variable".to_owned())
+    }
+    fn to_json(&self) -> serde_json::Value {
+        self.to_string().into()
+    }
+    fn show(&self) -> String {
+        self.to_string()
+    }
+}
+
+impl SettingValue for WhenFull {
+    fn parse_text(s: &str, _: Bounds) -> Result<Self, String> {
+        WhenFull::parse(s).map_err(|_| WhenFull::CHOICES.to_owned())
+    }
+    fn parse_toml(v: &Value, b: Bounds) -> Result<Self, String> {
+        v.as_str().ok_or_else(|| WhenFull::CHOICES.to_owned()).and_then(|s| Self::parse_text(s, b))
+    }
+    fn to_json(&self) -> serde_json::Value {
+        self.as_str().into()
+    }
+    fn show(&self) -> String {
+        self.as_str().to_owned()
+    }
+}
+
+/// Declares every setting once: the [`Config`] struct, its defaults, the [`DECLS`] table, and
+/// how the file, the environment, flags and `toolstream config` read and show each.
+macro_rules! settings {
+    ($(
+        $(#[doc = $doc:literal])+
+        $name:ident: $ty:ty = $default:expr, $bounds:expr, env [$($env:expr),*], flag $flag:expr, file $in_file:expr;
+    )*) => {
+        /// The effective configuration. Fields are public so commands can read them; flags go
+        /// through [`Config::set_flag`] so they are checked like every other source.
+        #[derive(Clone, Debug)]
+        pub struct Config {
+            /// The config file that was read, if any.
+            pub config_file: Setting<Option<PathBuf>>,
+            $( $(#[doc = $doc])+ pub $name: Setting<$ty>, )*
+            /// What was adjusted on the way (values clamped to their bounds), for the user.
+            pub warnings: Vec<String>,
+        }
+
+        /// Every setting, in the order `toolstream config` lists them.
+        pub const DECLS: &[Decl] = &[$(
+            Decl {
+                name: stringify!($name),
+                env: &[$($env),*],
+                flag: $flag,
+                in_file: $in_file,
+                doc: concat!($($doc, "\n"),+),
+            },
+        )*];
+
+        impl Config {
+            /// Built-in defaults only (no file, no environment).
+            pub fn defaults() -> Config {
+                Config {
+                    config_file: Setting::default(None),
+                    $( $name: Setting::default($default), )*
+                    warnings: Vec::new(),
+                }
+            }
+
+            /// Set `name` from the config file's `value`.
+            fn set_from_file(&mut self, name: &str, value: &Value, origin: Origin) -> Result<bool, String> {
+                match name {
+                    $( stringify!($name) if $in_file => {
+                        let v = <$ty as SettingValue>::parse_toml(value, $bounds)?;
+                        self.$name = Setting { value: v, origin };
+                        Ok(true)
+                    } )*
+                    _ => Ok(false),
+                }
+            }
+
+            /// Apply every declared environment variable, in declaration order.
+            fn apply_env(&mut self, env: &dyn Fn(&str) -> Option<String>) -> Result<(), ConfigError> {
+                $( for var in [$($env),*] {
+                    let Some(raw) = env(var) else { continue };
+                    let v = <$ty as SettingValue>::parse_text(raw.trim(), $bounds).map_err(|expected| {
+                        // Never echo a secret.
+                        let value = if stringify!($ty) == "Secret" { "(redacted)".to_owned() } else { raw.clone() };
+                        ConfigError::Env { var: var.to_owned(), value, expected }
+                    })?;
+                    self.$name = Setting { value: v, origin: Origin::Env(var.to_owned()) };
+                } )*
+                Ok(())
+            }
+
+            /// Set the setting `name` from a command-line flag, checked and bounded as the
+            /// environment is.
+            pub fn set_flag(&mut self, name: &str, flag: &str, raw: &str) -> Result<(), ConfigError> {
+                let err = |expected| ConfigError::Flag { flag: flag.to_owned(), value: raw.to_owned(), expected };
+                match name {
+                    $( stringify!($name) => {
+                        let v = <$ty as SettingValue>::parse_text(raw, $bounds).map_err(err)?;
+                        self.$name = Setting { value: v, origin: Origin::Cli(flag.to_owned()) };
+                    } )*
+                    _ => return Err(err("a known setting".to_owned())),
+                }
+                self.clamp_all();
+                Ok(())
+            }
+
+            /// Clamp every value to its bounds, recording a warning for each change.
+            fn clamp_all(&mut self) {
+                $( if let Some(what) = self.$name.value.bound($bounds) {
+                    self.warnings.push(format!("{} ({}): {what}", stringify!($name), self.$name.origin));
+                } )*
+            }
+
+            fn rows(&self) -> Vec<Row> {
+                vec![$( Row {
+                    name: stringify!($name),
+                    display: self.$name.value.show(),
+                    json: self.$name.value.to_json(),
+                    origin: self.$name.origin.to_string(),
+                }, )*]
+            }
+        }
+    };
+}
+
+settings! {
+    /// Number of shards (actor threads); sessions are spread over them by id. Default: one per
+    /// core but the one that reads and decodes, at least 1; at most 64.
+    shards: usize = crate::pipeline::default_shards(), Bounds { min: 1, max: Some(MAX_SHARDS) },
+        env ["TOOLSTREAM_SHARDS"], flag Some("--shards"), file true;
+    /// Defer window of in-progress lifecycle lines, in ms of event time (SPEC §6).
+    lifecycle_defer_ms: u64 = toolstream_actors::lifecycle::DEFAULT_DEFER_MS, ANY,
+        env ["TOOLSTREAM_LIFECYCLE_DEFER_MS"], flag None, file true;
+    /// How long a tool batch settles before its message ends, in ms of event time (SPEC §5.1).
+    batch_settle_ms: u64 = toolstream_actors::run::DEFAULT_BATCH_SETTLE_MS, ANY,
+        env ["TOOLSTREAM_BATCH_SETTLE_MS"], flag None, file true;
+    /// How long a settled message waits for its turn's usage, in ms of event time (SPEC §5.1).
+    usage_wait_ms: u64 = toolstream_actors::run::DEFAULT_USAGE_WAIT_MS, ANY,
+        env ["TOOLSTREAM_USAGE_WAIT_MS"], flag None, file true;
+    /// How often that wait checks for the usage, in ms of event time.
+    usage_poll_ms: u64 = toolstream_actors::run::DEFAULT_USAGE_POLL_MS, POSITIVE,
+        env ["TOOLSTREAM_USAGE_POLL_MS"], flag None, file true;
+    /// Write the JSONL debug trace to `trace_file` (as `--trace FILE` does).
+    trace_enabled: bool = false, ANY, env ["PI_CURSOR_SDK_EVENT_DEBUG"], flag None, file true;
+    /// Where the debug trace goes when `trace_enabled` is on.
+    trace_file: PathBuf = PathBuf::from(DEFAULT_TRACE_FILE), ANY,
+        env ["TOOLSTREAM_TRACE_FILE"], flag None, file true;
+    /// Size cap of a debug trace file, in bytes; one `artifact_truncated` line marks the cut.
+    trace_limit_bytes: u64 = DEFAULT_TRACE_LIMIT_BYTES, POSITIVE,
+        env ["TOOLSTREAM_TRACE_LIMIT_BYTES"], flag None, file true;
+    /// The Cursor API key, scrubbed from every output (never read from the file, never shown).
+    api_key: Secret = Secret::default(), ANY, env ["CURSOR_API_KEY"], flag None, file false;
+    /// When the terminal cards' queue is full: block (wait) or drop_newest (drop and count).
+    cards_when_full: WhenFull = crate::sinks::SinkKind::Cards.info().when_full, ANY,
+        env ["TOOLSTREAM_CARDS_WHEN_FULL"], flag None, file true;
+    /// When the JSONL trace's queue is full: block or drop_newest.
+    jsonl_when_full: WhenFull = crate::sinks::SinkKind::Jsonl.info().when_full, ANY,
+        env ["TOOLSTREAM_JSONL_WHEN_FULL"], flag None, file true;
+    /// When a pi session sink's queue is full: block or drop_newest.
+    pi_session_when_full: WhenFull = crate::sinks::SinkKind::PiSession.info().when_full, ANY,
+        env ["TOOLSTREAM_PI_SESSION_WHEN_FULL"], flag None, file true;
+}
+
+pub const DEFAULT_TRACE_FILE: &str = "toolstream-trace.jsonl";
+pub const DEFAULT_TRACE_LIMIT_BYTES: u64 = 2 * 1024 * 1024;
+
+/// Keys accepted in the config file.
+pub fn file_keys() -> Vec<&'static str> {
+    DECLS.iter().filter(|d| d.in_file).map(|d| d.name).collect()
+}
+
+fn decl(name: &str) -> Option<&'static Decl> {
+    DECLS.iter().find(|d| d.name == name)
+}
 
 /// Where a setting's value came from.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -190,41 +424,14 @@ pub enum ConfigError {
     },
     #[error("config file {at} is not valid TOML: {message}")]
     FileSyntax { at: FileLoc, message: String },
-    #[error("unknown key `{key}` in config file {at}; known keys: {}", FILE_KEYS.join(", "))]
+    #[error("unknown key `{key}` in config file {at}; known keys: {}", file_keys().join(", "))]
     UnknownKey { at: FileLoc, key: String },
     #[error("`api_key` is not allowed in config file {at}: set the CURSOR_API_KEY environment variable instead")]
     ApiKeyInFile { at: FileLoc },
     #[error("config file {at}: `{key}` must be {expected}, found {found}")]
     FileValue { at: FileLoc, key: String, expected: String, found: String },
-}
-
-/// The effective configuration. Fields are public so commands can override them from flags with
-/// [`Setting::set_cli`].
-#[derive(Clone, Debug)]
-pub struct Config {
-    /// The config file that was read, if any.
-    pub config_file: Setting<Option<PathBuf>>,
-    pub shards: Setting<usize>,
-    pub lifecycle_defer_ms: Setting<u64>,
-    pub batch_settle_ms: Setting<u64>,
-    pub usage_wait_ms: Setting<u64>,
-    pub usage_poll_ms: Setting<u64>,
-    pub trace_enabled: Setting<bool>,
-    pub trace_file: Setting<PathBuf>,
-    pub trace_limit_bytes: Setting<u64>,
-    pub api_key: Setting<Secret>,
-    pub bridge_enabled: Setting<bool>,
-    pub expose_builtin_tools: Setting<bool>,
-    pub ask_question: Setting<bool>,
-    pub bridge_call_timeout_ms: Setting<u64>,
-    pub mcp_connect_timeout_ms: Setting<u64>,
-    pub bridge_debug: Setting<bool>,
-    pub bridge_debug_file: Setting<Option<PathBuf>>,
-    pub native_tool_display: Setting<bool>,
-    pub capture_content: Setting<bool>,
-    pub otlp_endpoint: Setting<Option<String>>,
-    pub cursor_replay: Setting<Option<PathBuf>>,
-    pub cursor_shell: Setting<Option<String>>,
+    #[error("{flag} {value}: expected {expected}")]
+    Flag { flag: String, value: String, expected: String },
 }
 
 impl Default for Config {
@@ -239,67 +446,9 @@ struct Row {
     display: String,
     json: serde_json::Value,
     origin: String,
-    env: &'static str,
-}
-
-fn row<T>(name: &'static str, s: &Setting<T>, env: &'static str, display: String, json: serde_json::Value) -> Row {
-    Row { name, display, json, origin: s.origin.to_string(), env }
-}
-
-fn num_row<T: Copy + Into<serde_json::Value> + fmt::Display>(
-    name: &'static str,
-    s: &Setting<T>,
-    env: &'static str,
-) -> Row {
-    row(name, s, env, s.value.to_string(), s.value.into())
-}
-
-fn opt_row<T: AsRef<str>>(name: &'static str, s: &Setting<Option<T>>, env: &'static str) -> Row {
-    match &s.value {
-        Some(v) => row(name, s, env, v.as_ref().to_owned(), v.as_ref().into()),
-        None => row(name, s, env, "(none)".to_owned(), serde_json::Value::Null),
-    }
-}
-
-fn path_row(name: &'static str, s: &Setting<Option<PathBuf>>, env: &'static str) -> Row {
-    match &s.value {
-        Some(p) => {
-            let text = p.display().to_string();
-            row(name, s, env, text.clone(), text.into())
-        }
-        None => row(name, s, env, "(none)".to_owned(), serde_json::Value::Null),
-    }
 }
 
 impl Config {
-    /// Built-in defaults only (no file, no environment).
-    pub fn defaults() -> Config {
-        Config {
-            config_file: Setting::default(None),
-            shards: Setting::default(crate::pipeline::default_shards()),
-            lifecycle_defer_ms: Setting::default(DEFAULT_LIFECYCLE_DEFER_MS),
-            batch_settle_ms: Setting::default(DEFAULT_BATCH_SETTLE_MS),
-            usage_wait_ms: Setting::default(DEFAULT_USAGE_WAIT_MS),
-            usage_poll_ms: Setting::default(DEFAULT_USAGE_POLL_MS),
-            trace_enabled: Setting::default(false),
-            trace_file: Setting::default(PathBuf::from(DEFAULT_TRACE_FILE)),
-            trace_limit_bytes: Setting::default(DEFAULT_TRACE_LIMIT_BYTES),
-            api_key: Setting::default(Secret::default()),
-            bridge_enabled: Setting::default(true),
-            expose_builtin_tools: Setting::default(false),
-            ask_question: Setting::default(false),
-            bridge_call_timeout_ms: Setting::default(DEFAULT_BRIDGE_CALL_TIMEOUT_MS),
-            mcp_connect_timeout_ms: Setting::default(DEFAULT_MCP_CONNECT_TIMEOUT_MS),
-            bridge_debug: Setting::default(false),
-            bridge_debug_file: Setting::default(None),
-            native_tool_display: Setting::default(true),
-            capture_content: Setting::default(false),
-            otlp_endpoint: Setting::default(None),
-            cursor_replay: Setting::default(None),
-            cursor_shell: Setting::default(None),
-        }
-    }
-
     /// Load defaults, then the config file, then the environment (`env` looks a variable up; empty
     /// values count as unset). The file is `explicit_file` (from `--config`), else
     /// `$TOOLSTREAM_CONFIG`, else `./toolstream.toml`, else `$XDG_CONFIG_HOME/toolstream/config.toml`
@@ -309,11 +458,11 @@ impl Config {
         let env = |var: &str| env(var).filter(|v| !v.trim().is_empty());
         let mut config = Config::defaults();
         config.config_file = locate_file(explicit_file, &env)?;
-        let mut bridge_ceiling = Setting::default(DEFAULT_BRIDGE_CALL_TIMEOUT_MS);
         if let Some(path) = config.config_file.value.clone() {
-            config.apply_file(&path, &mut bridge_ceiling)?;
+            config.apply_file(&path)?;
         }
-        config.apply_env(&env, bridge_ceiling)?;
+        config.apply_env(&env)?;
+        config.clamp_all();
         Ok(config)
     }
 
@@ -322,7 +471,7 @@ impl Config {
         Config::load(explicit_file, &|var| std::env::var(var).ok())
     }
 
-    fn apply_file(&mut self, path: &Path, bridge_ceiling: &mut Setting<u64>) -> Result<(), ConfigError> {
+    fn apply_file(&mut self, path: &Path) -> Result<(), ConfigError> {
         let text =
             std::fs::read_to_string(path).map_err(|source| ConfigError::FileRead { path: path.to_owned(), source })?;
         let table: BTreeMap<Spanned<String>, Spanned<Value>> =
@@ -334,136 +483,74 @@ impl Config {
         entries.sort_by_key(|(k, _)| k.span().start);
         for (key, value) in entries {
             let at = FileLoc { path: path.to_owned(), line: Some(line_of(&text, key.span().start)) };
-            let v = FileValue { path, at: &at, key: key.get_ref(), value: value.get_ref() };
-            match key.get_ref().as_str() {
-                "shards" => v.set(&mut self.shards, |v| toml_int(v, 1).and_then(to_usize))?,
-                "lifecycle_defer_ms" => v.set(&mut self.lifecycle_defer_ms, |v| toml_int(v, 0))?,
-                "batch_settle_ms" => v.set(&mut self.batch_settle_ms, |v| toml_int(v, 0))?,
-                "usage_wait_ms" => v.set(&mut self.usage_wait_ms, |v| toml_int(v, 0))?,
-                "usage_poll_ms" => v.set(&mut self.usage_poll_ms, |v| toml_int(v, 1))?,
-                "trace_enabled" => v.set(&mut self.trace_enabled, toml_bool)?,
-                "trace_file" => v.set(&mut self.trace_file, toml_path)?,
-                "trace_limit_bytes" => v.set(&mut self.trace_limit_bytes, |v| toml_int(v, 1))?,
-                "bridge_enabled" => v.set(&mut self.bridge_enabled, toml_bool)?,
-                "expose_builtin_tools" => v.set(&mut self.expose_builtin_tools, toml_bool)?,
-                "ask_question" => v.set(&mut self.ask_question, toml_bool)?,
-                "bridge_call_timeout_ms" => v.set(bridge_ceiling, |v| toml_int(v, 0))?,
-                "mcp_connect_timeout_ms" => v.set(&mut self.mcp_connect_timeout_ms, |v| toml_int(v, 0))?,
-                "bridge_debug" => v.set(&mut self.bridge_debug, toml_bool)?,
-                "bridge_debug_file" => v.set(&mut self.bridge_debug_file, |v| toml_path(v).map(Some))?,
-                "native_tool_display" => v.set(&mut self.native_tool_display, toml_bool)?,
-                "capture_content" => v.set(&mut self.capture_content, toml_capture)?,
-                "otlp_endpoint" => v.set(&mut self.otlp_endpoint, |v| toml_string(v).map(Some))?,
-                "cursor_replay" => v.set(&mut self.cursor_replay, |v| toml_path(v).map(Some))?,
-                "cursor_shell" => v.set(&mut self.cursor_shell, |v| toml_string(v).map(Some))?,
-                "api_key" => return Err(ConfigError::ApiKeyInFile { at }),
-                other => return Err(ConfigError::UnknownKey { at, key: other.to_owned() }),
+            let key = key.get_ref().as_str();
+            if decl(key).is_some_and(|d| !d.in_file) {
+                return Err(ConfigError::ApiKeyInFile { at });
+            }
+            let origin = Origin::File { path: path.to_owned(), key: key.to_owned() };
+            match self.set_from_file(key, value.get_ref(), origin) {
+                Ok(true) => {}
+                Ok(false) => return Err(ConfigError::UnknownKey { at, key: key.to_owned() }),
+                Err(expected) => {
+                    return Err(ConfigError::FileValue {
+                        at,
+                        key: key.to_owned(),
+                        expected,
+                        found: describe(value.get_ref()),
+                    })
+                }
             }
         }
-        self.mcp_connect_timeout_ms.value = clamp(self.mcp_connect_timeout_ms.value, MCP_CONNECT_TIMEOUT_RANGE_MS);
         Ok(())
-    }
-
-    fn apply_env(
-        &mut self,
-        env: &dyn Fn(&str) -> Option<String>,
-        mut ceiling: Setting<u64>,
-    ) -> Result<(), ConfigError> {
-        let e = EnvLookup(env);
-        e.set(&mut self.shards, vars::SHARDS, |s| env_int(s, 1).and_then(to_usize))?;
-        e.set(&mut self.lifecycle_defer_ms, vars::LIFECYCLE_DEFER_MS, |s| env_int(s, 0))?;
-        e.set(&mut self.batch_settle_ms, vars::BATCH_SETTLE_MS, |s| env_int(s, 0))?;
-        e.set(&mut self.usage_wait_ms, vars::USAGE_WAIT_MS, |s| env_int(s, 0))?;
-        e.set(&mut self.usage_poll_ms, vars::USAGE_POLL_MS, |s| env_int(s, 1))?;
-        e.set(&mut self.trace_enabled, vars::TRACE_ENABLED, env_bool)?;
-        e.set(&mut self.trace_file, vars::TRACE_FILE, |s| Ok(PathBuf::from(s)))?;
-        e.set(&mut self.trace_limit_bytes, vars::TRACE_LIMIT_BYTES, |s| env_int(s, 1))?;
-        e.set(&mut self.api_key, vars::API_KEY, |s| Ok(Secret::new(Some(s.to_owned()))))?;
-        e.set(&mut self.bridge_enabled, vars::BRIDGE_ENABLED, env_bool)?;
-        e.set(&mut self.expose_builtin_tools, vars::EXPOSE_BUILTIN_TOOLS, env_bool)?;
-        e.set(&mut self.ask_question, vars::ASK_QUESTION, env_bool)?;
-        e.set(&mut self.bridge_debug, vars::BRIDGE_DEBUG, env_bool)?;
-        e.set(&mut self.bridge_debug_file, vars::BRIDGE_DEBUG_FILE, |s| Ok(Some(PathBuf::from(s))))?;
-        e.set(&mut self.native_tool_display, vars::NATIVE_TOOL_DISPLAY, env_bool)?;
-        e.set(&mut self.capture_content, vars::CAPTURE_CONTENT, env_capture)?;
-        e.set(&mut self.otlp_endpoint, vars::OTLP_ENDPOINT, |s| Ok(Some(s.to_owned())))?;
-        e.set(&mut self.cursor_replay, vars::CURSOR_REPLAY, |s| Ok(Some(PathBuf::from(s))))?;
-        e.set(&mut self.cursor_shell, vars::CURSOR_SHELL, |s| Ok(Some(s.to_owned())))?;
-
-        // MCP connect timeout: `_MS` wins over `_SECONDS`; clamped to [1 s, 60 s].
-        e.set(&mut self.mcp_connect_timeout_ms, vars::MCP_CONNECT_TIMEOUT_SECONDS, env_seconds)?;
-        e.set(&mut self.mcp_connect_timeout_ms, vars::MCP_CONNECT_TIMEOUT_MS, |s| env_int(s, 0))?;
-        self.mcp_connect_timeout_ms.value = clamp(self.mcp_connect_timeout_ms.value, MCP_CONNECT_TIMEOUT_RANGE_MS);
-
-        // Bridge call timeout (SPEC §7): the ceiling (default, file, then `PI_CURSOR_MCP_TOOL_TIMEOUT_
-        // SECONDS`, then `_MS`) is clamped to [60 s, 2³¹−1 ms]; `PI_CURSOR_PI_BRIDGE_CALL_TIMEOUT_MS`
-        // may only lower it.
-        e.set(&mut ceiling, vars::MCP_TOOL_TIMEOUT_SECONDS, env_seconds)?;
-        e.set(&mut ceiling, vars::MCP_TOOL_TIMEOUT_MS, |s| env_int(s, 0))?;
-        ceiling.value = clamp(ceiling.value, BRIDGE_CALL_TIMEOUT_RANGE_MS);
-        let mut lower = Setting::default(u64::MAX);
-        e.set(&mut lower, vars::BRIDGE_CALL_TIMEOUT_MS, |s| env_int(s, 1))?;
-        self.bridge_call_timeout_ms = if lower.value < ceiling.value { lower } else { ceiling };
-        Ok(())
-    }
-
-    fn rows(&self) -> Vec<Row> {
-        use vars::*;
-        let bool_row = |name, s: &Setting<bool>, env| row(name, s, env, s.value.to_string(), s.value.into());
-        let pathbuf_row = |name, s: &Setting<PathBuf>, env| {
-            let text = s.value.display().to_string();
-            row(name, s, env, text.clone(), text.into())
-        };
-        let secret = &self.api_key;
-        vec![
-            path_row("config_file", &self.config_file, CONFIG),
-            num_row("shards", &self.shards, SHARDS),
-            num_row("lifecycle_defer_ms", &self.lifecycle_defer_ms, LIFECYCLE_DEFER_MS),
-            num_row("batch_settle_ms", &self.batch_settle_ms, BATCH_SETTLE_MS),
-            num_row("usage_wait_ms", &self.usage_wait_ms, USAGE_WAIT_MS),
-            num_row("usage_poll_ms", &self.usage_poll_ms, USAGE_POLL_MS),
-            bool_row("trace_enabled", &self.trace_enabled, TRACE_ENABLED),
-            pathbuf_row("trace_file", &self.trace_file, TRACE_FILE),
-            num_row("trace_limit_bytes", &self.trace_limit_bytes, TRACE_LIMIT_BYTES),
-            row("api_key", secret, API_KEY, secret.value.to_string(), secret.value.to_string().into()),
-            bool_row("bridge_enabled", &self.bridge_enabled, BRIDGE_ENABLED),
-            bool_row("expose_builtin_tools", &self.expose_builtin_tools, EXPOSE_BUILTIN_TOOLS),
-            bool_row("ask_question", &self.ask_question, ASK_QUESTION),
-            num_row(
-                "bridge_call_timeout_ms",
-                &self.bridge_call_timeout_ms,
-                "PI_CURSOR_MCP_TOOL_TIMEOUT_MS, PI_CURSOR_MCP_TOOL_TIMEOUT_SECONDS, PI_CURSOR_PI_BRIDGE_CALL_TIMEOUT_MS",
-            ),
-            num_row(
-                "mcp_connect_timeout_ms",
-                &self.mcp_connect_timeout_ms,
-                "PI_CURSOR_MCP_CONNECT_TIMEOUT_MS, PI_CURSOR_MCP_CONNECT_TIMEOUT_SECONDS",
-            ),
-            bool_row("bridge_debug", &self.bridge_debug, BRIDGE_DEBUG),
-            path_row("bridge_debug_file", &self.bridge_debug_file, BRIDGE_DEBUG_FILE),
-            bool_row("native_tool_display", &self.native_tool_display, NATIVE_TOOL_DISPLAY),
-            bool_row("capture_content", &self.capture_content, CAPTURE_CONTENT),
-            opt_row("otlp_endpoint", &self.otlp_endpoint, OTLP_ENDPOINT),
-            path_row("cursor_replay", &self.cursor_replay, CURSOR_REPLAY),
-            opt_row("cursor_shell", &self.cursor_shell, CURSOR_SHELL),
-        ]
     }
 
     /// Every setting (the config file first) as `(name, display value, origin, env var names)`.
     /// The API key shows only `(set)` or `(unset)`.
-    pub fn entries(&self) -> Vec<(&'static str, String, String, &'static str)> {
-        self.rows().into_iter().map(|r| (r.name, r.display, r.origin, r.env)).collect()
+    pub fn entries(&self) -> Vec<(&'static str, String, String, String)> {
+        let file = match &self.config_file.value {
+            Some(p) => p.display().to_string(),
+            None => "(none)".to_owned(),
+        };
+        std::iter::once(("config_file", file, self.config_file.origin.to_string(), CONFIG_ENV.to_owned()))
+            .chain(self.rows().into_iter().map(|r| (r.name, r.display, r.origin, env_names(r.name))))
+            .collect()
     }
 
-    /// Every setting as `{name: {value, origin, env}}` with typed values (numbers, booleans,
+    /// Every setting as `{name: {value, origin, env, doc}}` with typed values (numbers, booleans,
     /// strings, `null` for unset). The API key shows only `(set)` or `(unset)`.
     pub fn to_json(&self) -> serde_json::Value {
         let mut map = serde_json::Map::new();
+        let file = self.config_file.value.as_ref().map(|p| p.display().to_string());
+        map.insert(
+            "config_file".to_owned(),
+            serde_json::json!({"value": file, "origin": self.config_file.origin.to_string(), "env": CONFIG_ENV,
+                "doc": "The config file that was read."}),
+        );
         for r in self.rows() {
-            map.insert(r.name.to_owned(), serde_json::json!({"value": r.json, "origin": r.origin, "env": r.env}));
+            let doc = decl(r.name).map(|d| d.doc.split_whitespace().collect::<Vec<_>>().join(" ")).unwrap_or_default();
+            map.insert(
+                r.name.to_owned(),
+                serde_json::json!({"value": r.json, "origin": r.origin, "env": env_names(r.name), "doc": doc}),
+            );
         }
         serde_json::Value::Object(map)
     }
+
+    /// The `when_full` configured for a sink kind (its `<kind>_when_full` setting).
+    pub fn when_full(&self, kind: crate::sinks::SinkKind) -> Option<WhenFull> {
+        use crate::sinks::SinkKind;
+        let s = match kind {
+            SinkKind::Cards => &self.cards_when_full,
+            SinkKind::Jsonl => &self.jsonl_when_full,
+            SinkKind::PiSession => &self.pi_session_when_full,
+        };
+        (s.origin != Origin::Default).then_some(s.value)
+    }
+}
+
+/// A setting's environment variables, comma-separated.
+fn env_names(name: &str) -> String {
+    decl(name).map(|d| d.env.join(", ")).unwrap_or_default()
 }
 
 fn locate_file(
@@ -480,8 +567,8 @@ fn locate_file(
     if let Some(path) = explicit {
         return named(path.to_owned(), Origin::Cli("--config".to_owned()), "--config");
     }
-    if let Some(path) = env(vars::CONFIG) {
-        return named(PathBuf::from(path), Origin::Env(vars::CONFIG.to_owned()), vars::CONFIG);
+    if let Some(path) = env(CONFIG_ENV) {
+        return named(PathBuf::from(path), Origin::Env(CONFIG_ENV.to_owned()), CONFIG_ENV);
     }
     let local = Path::new(".").join(LOCAL_CONFIG_FILE);
     let user = env("XDG_CONFIG_HOME")
@@ -492,81 +579,23 @@ fn locate_file(
     Ok(Setting::default(found))
 }
 
-/// A value of the config file, with what is needed to report it.
-struct FileValue<'a> {
-    path: &'a Path,
-    at: &'a FileLoc,
-    key: &'a str,
-    value: &'a Value,
-}
-
-impl FileValue<'_> {
-    fn set<T>(&self, setting: &mut Setting<T>, parse: impl Fn(&Value) -> Result<T, String>) -> Result<(), ConfigError> {
-        let value = parse(self.value).map_err(|expected| ConfigError::FileValue {
-            at: self.at.clone(),
-            key: self.key.to_owned(),
-            expected,
-            found: describe(self.value),
-        })?;
-        *setting = Setting { value, origin: Origin::File { path: self.path.to_owned(), key: self.key.to_owned() } };
-        Ok(())
-    }
-}
-
-struct EnvLookup<'a>(&'a dyn Fn(&str) -> Option<String>);
-
-impl EnvLookup<'_> {
-    fn set<T>(
-        &self,
-        setting: &mut Setting<T>,
-        var: &str,
-        parse: impl Fn(&str) -> Result<T, String>,
-    ) -> Result<(), ConfigError> {
-        let Some(raw) = (self.0)(var) else { return Ok(()) };
-        let value = parse(raw.trim()).map_err(|expected| {
-            // Never echo the API key (it has no parse failure today; keep it that way).
-            let value = if var == vars::API_KEY { "(redacted)".to_owned() } else { raw.clone() };
-            ConfigError::Env { var: var.to_owned(), value, expected }
-        })?;
-        *setting = Setting { value, origin: Origin::Env(var.to_owned()) };
-        Ok(())
-    }
-}
-
 fn line_of(text: &str, offset: usize) -> usize {
     text.as_bytes()[..offset.min(text.len())].iter().filter(|b| **b == b'\n').count() + 1
 }
 
-fn clamp(v: u64, (lo, hi): (u64, u64)) -> u64 {
-    v.clamp(lo, hi)
-}
-
-fn int_expected(min: u64) -> String {
-    if min == 0 {
+fn int_expected(b: Bounds) -> String {
+    if b.min == 0 {
         "a non-negative integer".to_owned()
     } else {
-        format!("an integer ≥ {min}")
+        format!("an integer ≥ {}", b.min)
     }
 }
 
-fn env_int(s: &str, min: u64) -> Result<u64, String> {
-    s.parse::<u64>().ok().filter(|n| *n >= min).ok_or_else(|| int_expected(min))
-}
-
-fn toml_int(v: &Value, min: u64) -> Result<u64, String> {
-    v.as_integer().and_then(|n| u64::try_from(n).ok()).filter(|n| *n >= min).ok_or_else(|| int_expected(min))
-}
-
-fn to_usize(n: u64) -> Result<usize, String> {
-    usize::try_from(n).map_err(|_| "a smaller integer".to_owned())
-}
-
-/// Seconds (integer or decimal, ≥ 0) to milliseconds.
-fn env_seconds(s: &str) -> Result<u64, String> {
-    match s.parse::<f64>() {
-        // `as` saturates for values beyond u64; the caller clamps.
-        Ok(secs) if secs.is_finite() && secs >= 0.0 => Ok((secs * 1000.0).round() as u64),
-        _ => Err("a non-negative number of seconds".to_owned()),
+fn check_min(n: u64, b: Bounds) -> Result<(), String> {
+    if n < b.min {
+        Err(int_expected(b))
+    } else {
+        Ok(())
     }
 }
 
@@ -578,47 +607,6 @@ fn parse_bool(s: &str) -> Option<bool> {
         "0" | "false" | "no" | "off" => Some(false),
         _ => None,
     }
-}
-
-fn env_bool(s: &str) -> Result<bool, String> {
-    parse_bool(s).ok_or_else(|| BOOL_EXPECTED.to_owned())
-}
-
-fn toml_bool(v: &Value) -> Result<bool, String> {
-    match v {
-        Value::Boolean(b) => Ok(*b),
-        Value::String(s) => env_bool(s),
-        _ => Err(BOOL_EXPECTED.to_owned()),
-    }
-}
-
-/// `OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT`: a boolean, or one of the newer GenAI
-/// semantic-convention modes (`NO_CONTENT` = off; `SPAN_ONLY`, `EVENT_ONLY`, `SPAN_AND_EVENT` = on).
-fn env_capture(s: &str) -> Result<bool, String> {
-    match s.trim().to_ascii_uppercase().as_str() {
-        "NO_CONTENT" => Ok(false),
-        "SPAN_ONLY" | "EVENT_ONLY" | "SPAN_AND_EVENT" => Ok(true),
-        _ => parse_bool(s).ok_or_else(|| format!("{BOOL_EXPECTED} or NO_CONTENT/SPAN_ONLY/EVENT_ONLY/SPAN_AND_EVENT")),
-    }
-}
-
-fn toml_capture(v: &Value) -> Result<bool, String> {
-    match v {
-        Value::Boolean(b) => Ok(*b),
-        Value::String(s) => env_capture(s),
-        _ => Err(BOOL_EXPECTED.to_owned()),
-    }
-}
-
-fn toml_string(v: &Value) -> Result<String, String> {
-    match v {
-        Value::String(s) if !s.trim().is_empty() => Ok(s.clone()),
-        _ => Err("a non-empty string".to_owned()),
-    }
-}
-
-fn toml_path(v: &Value) -> Result<PathBuf, String> {
-    toml_string(v).map(PathBuf::from).map_err(|_| "a path (a non-empty string)".to_owned())
 }
 
 fn describe(v: &Value) -> String {
@@ -705,18 +693,8 @@ mod tests {
         assert_eq!(c.trace_file.value, PathBuf::from("toolstream-trace.jsonl"));
         assert_eq!(c.trace_limit_bytes.value, 2_097_152);
         assert!(!c.api_key.value.is_set());
-        assert!(c.bridge_enabled.value);
-        assert!(!c.expose_builtin_tools.value);
-        assert!(!c.ask_question.value);
-        assert_eq!(c.bridge_call_timeout_ms.value, 3_600_000);
-        assert_eq!(c.mcp_connect_timeout_ms.value, 10_000);
-        assert!(!c.bridge_debug.value);
-        assert_eq!(c.bridge_debug_file.value, None);
-        assert!(c.native_tool_display.value);
-        assert!(!c.capture_content.value);
-        assert_eq!(c.otlp_endpoint.value, None);
-        assert_eq!(c.cursor_replay.value, None);
-        assert_eq!(c.cursor_shell.value, None);
+        assert_eq!(c.jsonl_when_full.value, WhenFull::Block);
+        assert!(c.warnings.is_empty());
         assert!(c.entries().iter().all(|(_, _, origin, _)| origin == "default"));
     }
 
@@ -724,11 +702,15 @@ mod tests {
     fn env_overrides_file_overrides_default_and_cli_overrides_env() {
         let path = write_file(
             "layers",
-            "shards = 2\nlifecycle_defer_ms = 50\nbatch_settle_ms = 10\ntrace_file = \"t.jsonl\"\nbridge_enabled = false\n",
+            "shards = 2\nlifecycle_defer_ms = 50\nbatch_settle_ms = 10\ntrace_file = \"t.jsonl\"\njsonl_when_full = \"block\"\n",
         );
         let mut c = load(
             Some(&path),
-            &[("TOOLSTREAM_LIFECYCLE_DEFER_MS", "20"), ("PI_CURSOR_PI_TOOL_BRIDGE", "on"), ("TOOLSTREAM_SHARDS", "")],
+            &[
+                ("TOOLSTREAM_LIFECYCLE_DEFER_MS", "20"),
+                ("TOOLSTREAM_JSONL_WHEN_FULL", "drop-newest"),
+                ("TOOLSTREAM_SHARDS", ""),
+            ],
         )
         .unwrap();
         assert_eq!(c.config_file.value.as_deref(), Some(&*path));
@@ -740,14 +722,12 @@ mod tests {
         // An empty variable counts as unset: the file wins.
         assert_eq!(c.shards.value, 2);
         assert_eq!(c.trace_file.value, PathBuf::from("t.jsonl"));
-        assert!(c.bridge_enabled.value);
+        assert_eq!(c.jsonl_when_full.value, WhenFull::DropNewest);
         assert_eq!(c.usage_wait_ms.origin, Origin::Default);
 
-        c.shards.set_cli(7, "--shards");
+        c.set_flag("shards", "--shards", "7").unwrap();
         assert_eq!(c.shards.value, 7);
         assert_eq!(c.shards.origin.to_string(), "flag --shards");
-        c.usage_poll_ms.set_cli_opt(None, "--usage-poll-ms");
-        assert_eq!(c.usage_poll_ms.origin, Origin::Default);
     }
 
     #[test]
@@ -789,21 +769,16 @@ mod tests {
         assert!(e.contains("TOOLSTREAM_USAGE_WAIT_MS") && e.contains("12ms"), "{e}");
         let e = load(None, &[("TOOLSTREAM_SHARDS", "0")]).unwrap_err().to_string();
         assert!(e.contains("TOOLSTREAM_SHARDS") && e.contains("≥ 1"), "{e}");
-        let e = load(None, &[("PI_CURSOR_MCP_TOOL_TIMEOUT_SECONDS", "-3")]).unwrap_err().to_string();
-        assert!(e.contains("PI_CURSOR_MCP_TOOL_TIMEOUT_SECONDS"), "{e}");
+        let e = load(None, &[("TOOLSTREAM_JSONL_WHEN_FULL", "sometimes")]).unwrap_err().to_string();
+        assert!(e.contains("TOOLSTREAM_JSONL_WHEN_FULL") && e.contains("block or drop_newest"), "{e}");
     }
 
     #[test]
     fn booleans_accept_the_usual_spellings() {
         for (s, want) in [("1", true), ("TRUE", true), ("Yes", true), ("on", true), ("0", false), ("False", false)] {
-            let c = load(None, &[("PI_CURSOR_ASK_QUESTION", s), ("PI_CURSOR_PI_TOOL_BRIDGE", "no")]).unwrap();
-            assert_eq!(c.ask_question.value, want, "{s}");
-            assert!(!c.bridge_enabled.value);
+            let c = load(None, &[("PI_CURSOR_SDK_EVENT_DEBUG", s)]).unwrap();
+            assert_eq!(c.trace_enabled.value, want, "{s}");
         }
-        let c = load(None, &[("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "SPAN_ONLY")]).unwrap();
-        assert!(c.capture_content.value);
-        let c = load(None, &[("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "no_content")]).unwrap();
-        assert!(!c.capture_content.value);
     }
 
     #[test]
@@ -846,75 +821,41 @@ mod tests {
     }
 
     #[test]
-    fn bridge_call_timeout_ceiling_is_clamped_at_both_ends() {
-        let c = load(None, &[("PI_CURSOR_MCP_TOOL_TIMEOUT_MS", "1000")]).unwrap();
-        assert_eq!(c.bridge_call_timeout_ms.value, 60_000);
-        assert_eq!(c.bridge_call_timeout_ms.origin, Origin::Env("PI_CURSOR_MCP_TOOL_TIMEOUT_MS".into()));
-        let c = load(None, &[("PI_CURSOR_MCP_TOOL_TIMEOUT_MS", "99999999999")]).unwrap();
-        assert_eq!(c.bridge_call_timeout_ms.value, 2_147_483_647);
-        let c = load(None, &[("PI_CURSOR_MCP_TOOL_TIMEOUT_MS", "7200000")]).unwrap();
-        assert_eq!(c.bridge_call_timeout_ms.value, 7_200_000);
-    }
-
-    #[test]
-    fn bridge_call_timeout_seconds_variant() {
-        let c = load(None, &[("PI_CURSOR_MCP_TOOL_TIMEOUT_SECONDS", "7200")]).unwrap();
-        assert_eq!(c.bridge_call_timeout_ms.value, 7_200_000);
-        assert_eq!(c.bridge_call_timeout_ms.origin, Origin::Env("PI_CURSOR_MCP_TOOL_TIMEOUT_SECONDS".into()));
-        let c = load(None, &[("PI_CURSOR_MCP_TOOL_TIMEOUT_SECONDS", "1.5")]).unwrap();
-        assert_eq!(c.bridge_call_timeout_ms.value, 60_000);
-        // `_MS` wins over `_SECONDS`.
-        let c =
-            load(None, &[("PI_CURSOR_MCP_TOOL_TIMEOUT_SECONDS", "7200"), ("PI_CURSOR_MCP_TOOL_TIMEOUT_MS", "120000")])
-                .unwrap();
-        assert_eq!(c.bridge_call_timeout_ms.value, 120_000);
-        assert_eq!(c.bridge_call_timeout_ms.origin, Origin::Env("PI_CURSOR_MCP_TOOL_TIMEOUT_MS".into()));
-    }
-
-    #[test]
-    fn bridge_call_timeout_override_may_only_lower() {
-        let var = "PI_CURSOR_PI_BRIDGE_CALL_TIMEOUT_MS";
-        let c = load(None, &[(var, "5000")]).unwrap();
-        assert_eq!(c.bridge_call_timeout_ms.value, 5_000);
-        assert_eq!(c.bridge_call_timeout_ms.origin, Origin::Env(var.into()));
-        // Above the default: ignored, the default decides.
-        let c = load(None, &[(var, "9000000")]).unwrap();
-        assert_eq!(c.bridge_call_timeout_ms.value, 3_600_000);
-        assert_eq!(c.bridge_call_timeout_ms.origin, Origin::Default);
-        // Above a raised ceiling: the ceiling decides.
-        let c = load(None, &[(var, "9000000"), ("PI_CURSOR_MCP_TOOL_TIMEOUT_SECONDS", "7200")]).unwrap();
-        assert_eq!(c.bridge_call_timeout_ms.value, 7_200_000);
-        assert_eq!(c.bridge_call_timeout_ms.origin, Origin::Env("PI_CURSOR_MCP_TOOL_TIMEOUT_SECONDS".into()));
-        // Below a ceiling set in the file.
-        let path = write_file("bridge", "bridge_call_timeout_ms = 100\n");
-        let c = load(Some(&path), &[]).unwrap();
-        assert_eq!(c.bridge_call_timeout_ms.value, 60_000);
-        assert!(matches!(c.bridge_call_timeout_ms.origin, Origin::File { .. }));
-        let c = load(Some(&path), &[(var, "250")]).unwrap();
-        assert_eq!(c.bridge_call_timeout_ms.value, 250);
-        assert!(load(None, &[(var, "0")]).unwrap_err().to_string().contains(var));
-    }
-
-    #[test]
-    fn mcp_connect_timeout_is_clamped() {
-        let c = load(None, &[("PI_CURSOR_MCP_CONNECT_TIMEOUT_SECONDS", "5")]).unwrap();
-        assert_eq!(c.mcp_connect_timeout_ms.value, 5_000);
-        let c = load(None, &[("PI_CURSOR_MCP_CONNECT_TIMEOUT_MS", "10")]).unwrap();
-        assert_eq!(c.mcp_connect_timeout_ms.value, 1_000);
-        let c = load(None, &[("PI_CURSOR_MCP_CONNECT_TIMEOUT_SECONDS", "600")]).unwrap();
-        assert_eq!(c.mcp_connect_timeout_ms.value, 60_000);
-        let path = write_file("connect", "mcp_connect_timeout_ms = 999999\n");
-        assert_eq!(load(Some(&path), &[]).unwrap().mcp_connect_timeout_ms.value, 60_000);
-    }
-
-    #[test]
     fn entries_cover_every_file_key() {
         let c = Config::defaults();
         let names: Vec<&str> = c.entries().iter().map(|e| e.0).collect();
-        for key in FILE_KEYS {
-            assert!(names.contains(key), "{key}");
+        for key in file_keys() {
+            assert!(names.contains(&key), "{key}");
         }
+        assert_eq!(names.len(), DECLS.len() + 1, "each setting once, plus the config file");
         assert_eq!(c.to_json()["lifecycle_defer_ms"]["value"], 75);
-        assert_eq!(c.to_json()["otlp_endpoint"]["value"], serde_json::Value::Null);
+        assert_eq!(c.to_json()["config_file"]["value"], serde_json::Value::Null);
+        assert!(c.to_json()["shards"]["doc"].as_str().unwrap().starts_with("Number of shards"));
+    }
+}
+
+#[cfg(test)]
+mod bounds_tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    #[test]
+    fn shards_are_validated_and_clamped_with_a_message_from_every_source() {
+        let env = |pairs: &'static [(&'static str, &'static str)]| {
+            move |k: &str| pairs.iter().find(|(n, _)| *n == k).map(|(_, v)| (*v).to_owned())
+        };
+        let e = Config::load(None, &env(&[("TOOLSTREAM_SHARDS", "0"), ("HOME", "/nonexistent")])).unwrap_err();
+        assert!(e.to_string().contains("TOOLSTREAM_SHARDS") && e.to_string().contains("≥ 1"), "{e}");
+        let c = Config::load(None, &env(&[("TOOLSTREAM_SHARDS", "1000"), ("HOME", "/nonexistent")])).unwrap();
+        assert_eq!(c.shards.value, 64);
+        assert_eq!(c.warnings, ["shards (env TOOLSTREAM_SHARDS): 1000 is more than 64; using 64"]);
+
+        let mut c = Config::defaults();
+        let e = c.set_flag("shards", "--shards", "0").unwrap_err();
+        assert_eq!(e.to_string(), "--shards 0: expected an integer ≥ 1");
+        c.set_flag("shards", "--shards", "1000").unwrap();
+        assert_eq!(c.shards.value, 64);
+        assert_eq!(c.warnings, ["shards (flag --shards): 1000 is more than 64; using 64"]);
     }
 }

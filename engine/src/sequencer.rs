@@ -13,7 +13,7 @@ use std::thread::JoinHandle;
 use crossbeam_channel::{bounded, Receiver, Sender};
 use toolstream_schemas::OutputEvent;
 
-use crate::sinks::SinkMsg;
+use crate::sinks::SinkSet;
 
 /// Sealed batches waiting in the sequencer's queue before shards block.
 const QUEUE_CAPACITY: usize = 16;
@@ -39,7 +39,7 @@ pub struct Sequencer {
 
 impl Sequencer {
     /// Start a sequencer for `shards` shards delivering to `sinks`.
-    pub fn start(shards: usize, sinks: Vec<Sender<SinkMsg>>) -> std::io::Result<Sequencer> {
+    pub fn start(shards: usize, sinks: Arc<SinkSet>) -> std::io::Result<Sequencer> {
         let (tx, rx) = bounded(QUEUE_CAPACITY);
         let handle = std::thread::Builder::new()
             .name("toolstream-sequencer".into())
@@ -79,7 +79,7 @@ struct Pending {
     missing: usize,
 }
 
-fn run(rx: &Receiver<SeqMsg>, shards: usize, sinks: &[Sender<SinkMsg>]) {
+fn run(rx: &Receiver<SeqMsg>, shards: usize, sinks: &SinkSet) {
     let mut pending: BTreeMap<u64, Pending> = BTreeMap::new();
     let mut next: Option<u64> = None;
     for msg in rx {
@@ -109,7 +109,7 @@ fn run(rx: &Receiver<SeqMsg>, shards: usize, sinks: &[Sender<SinkMsg>]) {
 }
 
 /// Release every complete number, in order, starting from the lowest one not yet released.
-fn release(pending: &mut BTreeMap<u64, Pending>, next: &mut Option<u64>, sinks: &[Sender<SinkMsg>]) {
+fn release(pending: &mut BTreeMap<u64, Pending>, next: &mut Option<u64>, sinks: &SinkSet) {
     loop {
         let Some((&seq, p)) = pending.iter().next() else { return };
         // Numbers are dense from the first one seen: wait for a lower one still missing.
@@ -122,20 +122,20 @@ fn release(pending: &mut BTreeMap<u64, Pending>, next: &mut Option<u64>, sinks: 
     }
 }
 
-/// Hand a number's parts to every sink, in shard order (each part as it is: no copying into one).
-fn deliver(parts: Vec<Option<Vec<OutputEvent>>>, sinks: &[Sender<SinkMsg>]) {
-    for events in parts.into_iter().flatten().filter(|e| !e.is_empty()) {
-        let shared = Arc::new(events);
-        for q in sinks {
-            // Blocking is the backpressure policy; a sink that stopped has dropped its queue.
-            let _ = q.send(SinkMsg::Events(shared.clone()));
-        }
+/// Hand a number's parts to every sink, in shard order (each part as it is: no copying into one),
+/// each sink under its own `when_full` policy.
+fn deliver(parts: Vec<Option<Vec<OutputEvent>>>, sinks: &SinkSet) {
+    for events in parts.into_iter().flatten() {
+        sinks.deliver(events);
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
     use super::*;
+    use crate::sinks::{SinkMsg, SinkPort, WhenFull};
     use toolstream_schemas::{Output, RunId};
 
     fn ev(tag: u64) -> OutputEvent {
@@ -149,7 +149,14 @@ mod tests {
     #[test]
     fn releases_in_number_then_shard_order_whatever_the_arrival_order() {
         let (sink_tx, sink_rx) = bounded(64);
-        let s = Sequencer::start(2, vec![sink_tx]).unwrap();
+        let port = SinkPort {
+            label: "test".into(),
+            when_full: WhenFull::Block,
+            internal: false,
+            queue: sink_tx,
+            counters: Arc::default(),
+        };
+        let s = Sequencer::start(2, Arc::new(SinkSet::new(vec![port], Duration::from_secs(1)))).unwrap();
         let q = s.queue();
         q.send(SeqMsg::Sealed { seq: 1, shard: 1, events: vec![ev(11)] }).unwrap();
         q.send(SeqMsg::Sealed { seq: 2, shard: 0, events: vec![ev(20)] }).unwrap();

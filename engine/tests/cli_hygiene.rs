@@ -222,20 +222,100 @@ fn stats_and_config_into_a_closed_pipe_exit_0() {
 }
 
 #[test]
-fn logs_carry_no_ansi_when_stderr_is_not_a_terminal() {
-    // A trace file on a full disk fails for real; a failure before the end (events are then
-    // dropped) is logged at ERROR. Four replays of the demo trace ~23 KB, more than the trace's
-    // 8 KiB write buffer holds, so the failure comes mid-run whatever the batching (one replay's
-    // trace fits the buffer and fails only at the final flush, which is reported, not logged).
+fn logs_carry_no_ansi_when_stderr_is_not_a_terminal_and_a_sink_failure_is_reported_once() {
+    // A trace file on a full disk fails for real. Four replays of the demo trace more than the
+    // trace's 8 KiB write buffer holds, so the failure comes mid-run whatever the batching. The
+    // debug log follows it; the user is told once, at exit, with what the sink never wrote.
     if !Path::new("/dev/full").exists() {
         eprintln!("note: /dev/full is absent; skipping");
         return;
     }
     let demo = common::example("demo.jsonl");
     let demo = demo.to_str().unwrap();
-    let run = common::toolstream(&["replay", "--color", "never", "--trace", "/dev/full", demo, demo, demo, demo], None);
-    assert!(run.stderr.contains("ERROR"), "the failure is still logged: {}", run.stderr);
-    assert!(run.stderr.contains("sink error"), "and still reported: {}", run.stderr);
+    let args = ["replay", "--color", "never", "--trace", "/dev/full", demo, demo, demo, demo];
+    let run = common::toolstream_env(&args, None, &[("TOOLSTREAM_LOG", "debug")]);
+    assert!(run.stderr.contains("DEBUG") && run.stderr.contains("sink failed"), "logged at debug: {}", run.stderr);
+    let reports: Vec<&str> = run.stderr.lines().filter(|l| l.starts_with("toolstream: ")).collect();
+    assert_eq!(reports.len(), 1, "reported once: {}", run.stderr);
+    assert!(
+        reports[0].starts_with("toolstream: sink jsonl=/dev/full failed: No space left on device")
+            && reports[0].ends_with("events dropped"),
+        "{}",
+        reports[0]
+    );
+    let quiet = common::toolstream(&args, None);
+    assert_eq!(quiet.stderr.lines().count(), 1, "without debug logs, one line: {}", quiet.stderr);
     assert_eq!(run.code, 1, "{}", run.stderr);
     assert!(!run.stderr.contains('\x1b'), "{:?}", run.stderr);
+}
+
+#[test]
+fn debug_logs_follow_the_decisions_of_a_run() {
+    let demo = common::example("demo.jsonl");
+    let run = common::toolstream_env(&["replay", demo.to_str().unwrap()], None, &[("TOOLSTREAM_LOG", "debug")]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    for decision in [
+        "format detected",
+        "opening sink sink=cards when_full=block",
+        "sink opened",
+        "reading source",
+        "run opened",
+        "lifecycle timer fired",
+        "tool batch settled",
+        "run closed",
+        "source ended",
+        "sink finished",
+    ] {
+        assert!(run.stderr.contains(decision), "no `{decision}` in the debug log:\n{}", run.stderr);
+    }
+    // Per-event detail stays at trace level.
+    assert!(!run.stderr.contains("TRACE"));
+    let quiet = common::toolstream(&["replay", demo.to_str().unwrap()], None);
+    assert!(quiet.stderr.is_empty(), "{}", quiet.stderr);
+}
+
+#[test]
+fn stats_exits_1_on_undecodable_lines_and_prints_no_table_for_a_missing_file() {
+    let dir = common::tempdir();
+    let bad = dir.join("bad.jsonl");
+    std::fs::write(&bad, "{\"type\":\"system\",\"subtype\":\"init\",\"session_id\":\"s\"}\n{not json\n").unwrap();
+    let run = common::toolstream(&["stats", bad.to_str().unwrap()], None);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert!(run.stdout.contains("decode errors    1"), "the counts are still printed: {}", run.stdout);
+    let run = common::toolstream(&["stats", "--json", bad.to_str().unwrap()], None);
+    assert_eq!(run.code, 1);
+    let missing = dir.join("missing.jsonl");
+    let run = common::toolstream(&["stats", missing.to_str().unwrap()], None);
+    assert_eq!(run.code, 2);
+    assert!(run.stdout.is_empty(), "no table of zeros: {}", run.stdout);
+    assert!(run.stderr.contains("missing.jsonl") && run.stderr.contains("No such file"), "{}", run.stderr);
+}
+
+#[test]
+fn shards_are_validated_and_clamped_from_the_flag_as_from_the_environment() {
+    let demo = common::example("demo.jsonl");
+    let demo = demo.to_str().unwrap();
+    let zero = common::toolstream(&["replay", "--shards", "0", demo], None);
+    assert_eq!(zero.code, 2);
+    assert!(zero.stderr.contains("--shards 0: expected an integer ≥ 1"), "{}", zero.stderr);
+    assert!(zero.stdout.is_empty());
+    let many = common::toolstream_env(&["replay", "--shards", "1000", demo], None, &[("TOOLSTREAM_LOG", "debug")]);
+    assert_eq!(many.code, 0, "{}", many.stderr);
+    assert!(many.stderr.contains("shards (flag --shards): 1000 is more than 64; using 64"), "{}", many.stderr);
+    assert!(many.stderr.contains("shards=64"), "{}", many.stderr);
+    let env = common::toolstream_env(&["replay", demo], None, &[("TOOLSTREAM_SHARDS", "0")]);
+    assert_eq!(env.code, 2);
+    assert!(env.stderr.contains("TOOLSTREAM_SHARDS"), "{}", env.stderr);
+}
+
+#[test]
+fn a_forced_format_says_so_for_every_line_of_the_other_format() {
+    let demo = common::example("demo.jsonl");
+    let run = common::toolstream(&["replay", "--format", "cursor-sdk", demo.to_str().unwrap()], None);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    let lines = std::fs::read_to_string(&demo).unwrap().lines().count();
+    assert_eq!(run.stderr.matches("a cursor-cli line, not cursor-sdk (--format cursor-sdk)").count(), lines);
+    assert!(run.stderr.contains(&format!("{lines} line(s) could not be decoded")), "{}", run.stderr);
+    let ok = common::toolstream(&["replay", "--format", "cursor-cli", demo.to_str().unwrap()], None);
+    assert_eq!(ok.code, 0, "{}", ok.stderr);
 }

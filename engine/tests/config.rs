@@ -84,25 +84,25 @@ fn defaults_without_file_or_env() {
     assert_eq!(j["trace_file"]["value"], "toolstream-trace.jsonl");
     assert_eq!(j["trace_limit_bytes"]["value"], 2_097_152);
     assert_eq!(j["api_key"]["value"], "(unset)");
-    assert_eq!(j["bridge_enabled"]["value"], true);
-    assert_eq!(j["bridge_call_timeout_ms"]["value"], 3_600_000);
-    assert_eq!(j["mcp_connect_timeout_ms"]["value"], 10_000);
-    assert_eq!(j["native_tool_display"]["value"], true);
-    assert_eq!(j["otlp_endpoint"]["value"], Value::Null);
+    assert_eq!(j["jsonl_when_full"]["value"], "block");
+    // Settings of features this build does not have are not listed as if they worked.
+    for absent in ["bridge_enabled", "bridge_call_timeout_ms", "otlp_endpoint", "native_tool_display"] {
+        assert!(j.get(absent).is_none(), "{absent}");
+    }
 }
 
 #[test]
 fn env_overrides_the_local_file_which_overrides_defaults() {
     let dir = temp_dir("layers");
     std::fs::write(dir.join("cwd/toolstream.toml"), "lifecycle_defer_ms = 50\nbatch_settle_ms = 10\n").unwrap();
-    let j = json(&dir, &[("TOOLSTREAM_LIFECYCLE_DEFER_MS", "20"), ("PI_CURSOR_PI_TOOL_BRIDGE", "0")]);
+    let j = json(&dir, &[("TOOLSTREAM_LIFECYCLE_DEFER_MS", "20"), ("TOOLSTREAM_PI_SESSION_WHEN_FULL", "drop_newest")]);
     assert_eq!(j["config_file"]["value"], "./toolstream.toml");
     assert_eq!(j["lifecycle_defer_ms"]["value"], 20);
     assert_eq!(j["lifecycle_defer_ms"]["origin"], "env TOOLSTREAM_LIFECYCLE_DEFER_MS");
     assert_eq!(j["batch_settle_ms"]["value"], 10);
     assert_eq!(j["batch_settle_ms"]["origin"], "file ./toolstream.toml (batch_settle_ms)");
     assert_eq!(j["usage_wait_ms"]["origin"], "default");
-    assert_eq!(j["bridge_enabled"]["value"], false);
+    assert_eq!(j["pi_session_when_full"]["value"], "drop_newest");
 }
 
 #[test]
@@ -182,4 +182,149 @@ fn errors_name_the_variable_or_key_and_exit_2() {
     let out = config(&dir, &["--json", "--config", "missing.toml"], &[]);
     assert_eq!(out.code, 2);
     assert!(out.stderr.contains("missing.toml") && out.stderr.contains("does not exist"), "{}", out.stderr);
+}
+
+/// Run `toolstream <args>` in `dir/cwd` with only `vars` (plus HOME and XDG_CONFIG_HOME inside
+/// `dir`) in the environment.
+fn toolstream_in(dir: &Path, args: &[&str], vars: &[(&str, &str)]) -> Out {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_toolstream"));
+    cmd.args(args).current_dir(dir.join("cwd")).env_clear();
+    cmd.env("HOME", dir.join("home")).env("XDG_CONFIG_HOME", dir.join("xdg"));
+    for (k, v) in vars {
+        cmd.env(k, v);
+    }
+    let out = cmd.output().unwrap();
+    Out {
+        stdout: String::from_utf8(out.stdout).unwrap(),
+        stderr: String::from_utf8(out.stderr).unwrap(),
+        code: out.status.code().unwrap_or(-1),
+    }
+}
+
+/// How to see that one setting does something: the command and variables of a run with the
+/// setting changed, what to compare with the same run at its default, and a check of the change.
+struct Observer {
+    args: Vec<String>,
+    vars: Vec<(&'static str, String)>,
+    /// Both runs get these.
+    common: Vec<(&'static str, String)>,
+    /// What is compared: stdout, stderr or a file under `cwd` (read after each run).
+    look: Look,
+    check: fn(&str) -> bool,
+}
+
+enum Look {
+    Stdout,
+    Stderr,
+    File(&'static str),
+}
+
+fn observer(name: &str, dir: &Path) -> Option<Observer> {
+    let demo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/demo.jsonl").display().to_string();
+    let sdk = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/sdk-demo.jsonl").display().to_string();
+    let cards = |input: &str| vec!["replay".to_owned(), "--color".into(), "never".into(), input.to_owned()];
+    let traced = |input: &str| vec!["replay".into(), "--sink".into(), "jsonl=t.jsonl".into(), input.to_owned()];
+    let debug = || vec![("TOOLSTREAM_LOG", "debug".to_owned())];
+    let o = |args, vars: Vec<(&'static str, &str)>, common, look, check| Observer {
+        args,
+        vars: vars.into_iter().map(|(k, v)| (k, v.to_owned())).collect(),
+        common,
+        look,
+        check,
+    };
+    Some(match name {
+        "config_file" => {
+            let other = dir.join("other.toml");
+            std::fs::write(&other, "lifecycle_defer_ms = 100000\n").unwrap();
+            let path = other.display().to_string();
+            let mut ob = o(cards(&demo), vec![], vec![], Look::Stdout, |out| !out.contains("… Cursor shell"));
+            ob.vars.push(("TOOLSTREAM_CONFIG", path));
+            ob
+        }
+        "shards" => {
+            o(cards(&demo), vec![("TOOLSTREAM_SHARDS", "13")], debug(), Look::Stderr, |e| e.contains("shards=13"))
+        }
+        "lifecycle_defer_ms" => {
+            o(cards(&demo), vec![("TOOLSTREAM_LIFECYCLE_DEFER_MS", "100000")], vec![], Look::Stdout, |out| {
+                !out.contains("… Cursor shell")
+            })
+        }
+        "batch_settle_ms" => {
+            o(traced(&demo), vec![("TOOLSTREAM_BATCH_SETTLE_MS", "0")], vec![], Look::File("t.jsonl"), |_| true)
+        }
+        "usage_wait_ms" => {
+            o(traced(&sdk), vec![("TOOLSTREAM_USAGE_WAIT_MS", "0")], vec![], Look::File("t.jsonl"), |_| true)
+        }
+        "usage_poll_ms" => {
+            o(traced(&sdk), vec![("TOOLSTREAM_USAGE_POLL_MS", "100")], vec![], Look::File("t.jsonl"), |_| true)
+        }
+        "trace_enabled" => o(
+            cards(&demo),
+            vec![("PI_CURSOR_SDK_EVENT_DEBUG", "1")],
+            vec![],
+            Look::File("toolstream-trace.jsonl"),
+            |t| t.contains("run_opened"),
+        ),
+        "trace_file" => o(
+            cards(&demo),
+            vec![("TOOLSTREAM_TRACE_FILE", "mine.jsonl")],
+            vec![("PI_CURSOR_SDK_EVENT_DEBUG", "1".to_owned())],
+            Look::File("mine.jsonl"),
+            |t| t.contains("run_opened"),
+        ),
+        "trace_limit_bytes" => {
+            o(traced(&demo), vec![("TOOLSTREAM_TRACE_LIMIT_BYTES", "600")], vec![], Look::File("t.jsonl"), |t| {
+                t.ends_with("{\"type\":\"artifact_truncated\",\"limitBytes\":600}\n")
+            })
+        }
+        // Scrubbed from the MCP card (the assistant's own text is never scrubbed, SPEC §8).
+        "api_key" => o(cards(&demo), vec![("CURSOR_API_KEY", "SAVE10")], vec![], Look::Stdout, |out| {
+            out.contains("{\"code\":\"[redacted]\"")
+        }),
+        "cards_when_full" => {
+            o(cards(&demo), vec![("TOOLSTREAM_CARDS_WHEN_FULL", "drop_newest")], debug(), Look::Stderr, |e| {
+                e.contains("sink=cards when_full=drop_newest")
+            })
+        }
+        "jsonl_when_full" => {
+            o(traced(&demo), vec![("TOOLSTREAM_JSONL_WHEN_FULL", "drop_newest")], debug(), Look::Stderr, |e| {
+                e.contains("sink=jsonl=t.jsonl when_full=drop_newest")
+            })
+        }
+        "pi_session_when_full" => {
+            let args = vec!["replay".into(), "--sink".into(), "pi-session=s.jsonl".into(), demo.clone()];
+            o(args, vec![("TOOLSTREAM_PI_SESSION_WHEN_FULL", "drop_newest")], debug(), Look::Stderr, |e| {
+                e.contains("sink=pi-session=s.jsonl when_full=drop_newest")
+            })
+        }
+        _ => return None,
+    })
+}
+
+/// Every setting `toolstream config` lists changes what a run does or writes when it is set.
+#[test]
+fn every_listed_setting_changes_behaviour_or_output() {
+    let dir = temp_dir("effects");
+    let listed = json(&dir, &[]);
+    let names: Vec<String> = listed.as_object().unwrap().keys().cloned().collect();
+    assert!(names.len() >= 13, "{names:?}");
+    for name in &names {
+        let Some(ob) = observer(name, &dir) else { panic!("no observer for listed setting `{name}`: add one") };
+        let look = |vars: &[(&str, String)]| {
+            let run_dir = temp_dir(&format!("effect-{name}"));
+            let all: Vec<(&str, &str)> = ob.common.iter().chain(vars).map(|(k, v)| (*k, v.as_str())).collect();
+            let args: Vec<&str> = ob.args.iter().map(String::as_str).collect();
+            let out = toolstream_in(&run_dir, &args, &all);
+            assert!(out.code == 0, "{name}: exit {} {}", out.code, out.stderr);
+            match ob.look {
+                Look::Stdout => out.stdout,
+                Look::Stderr => out.stderr,
+                Look::File(f) => std::fs::read_to_string(run_dir.join("cwd").join(f)).unwrap_or_default(),
+            }
+        };
+        let (default, set) = (look(&[]), look(&ob.vars));
+        assert_ne!(default, set, "setting `{name}` changed nothing");
+        assert!((ob.check)(&set), "setting `{name}`: not the expected change:\n{set}");
+        assert!(!(ob.check)(&default) || matches!(ob.look, Look::File(_)), "`{name}`: the default already shows it");
+    }
 }

@@ -152,8 +152,11 @@ fn capture_result_text(capture: &Path) -> Option<String> {
 
 #[test]
 fn sink_spec_parses() {
-    use toolstream::cli::SinkSpec;
-    assert_eq!("pi-session=s.jsonl".parse::<SinkSpec>(), Ok(SinkSpec::PiSession("s.jsonl".into())));
+    use toolstream::sinks::{SinkKind, SinkSpec};
+    assert_eq!(
+        "pi-session=s.jsonl".parse::<SinkSpec>(),
+        Ok(SinkSpec::new(SinkKind::PiSession, Some("s.jsonl".into())))
+    );
     assert!("pi-session".parse::<SinkSpec>().is_err());
     assert!("pi-session=".parse::<SinkSpec>().is_err());
 }

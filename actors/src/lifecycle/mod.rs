@@ -183,6 +183,7 @@ impl LifecycleCore {
             let p = &mut list[i];
             // Either way the timer is spent: a duplicate never gets a line later.
             p.fired = true;
+            tracing::debug!(at_ms = p.due, duplicate, "lifecycle timer fired");
             if duplicate {
                 let mut fields = serde_json::Map::new();
                 fields.insert("reason".into(), "duplicate".into());

@@ -112,6 +112,7 @@ impl Run {
             match self.batch {
                 Batch::Settling { until, usage_seen } if due(until) => {
                     self.now = self.now.max(until);
+                    tracing::debug!(run = %self.label, at_ms = until, usage_seen, "tool batch settled");
                     if usage_seen || cfg.usage_wait_ms == 0 {
                         self.end_message(out, StopReason::ToolUse, None);
                     } else {
@@ -120,6 +121,7 @@ impl Run {
                 }
                 Batch::Waiting { until, .. } if due(until) => {
                     self.now = self.now.max(until);
+                    tracing::debug!(run = %self.label, at_ms = until, "usage wait over: the tool-use message ends without its turn usage");
                     self.end_message(out, StopReason::ToolUse, None);
                 }
                 _ => break,
@@ -281,6 +283,7 @@ impl Run {
         if !self.announced {
             self.announced = true;
             let s = &self.start;
+            tracing::debug!(run = %self.label, at_ms = self.now, model = ?s.model, "run opened");
             let kind = Output::RunOpened { cwd: s.cwd.clone(), model: s.model.clone(), prompt: s.prompt.clone() };
             self.emit(out, kind);
         }
@@ -479,6 +482,15 @@ impl Run {
             .filter(|r| !r.trim().is_empty() && end.status == RunStatus::Finished)
             .unwrap_or_else(|| self.emitted_text.clone());
         let totals = std::mem::take(&mut self.totals);
+        tracing::debug!(
+            run = %self.label,
+            at_ms = self.now,
+            status = end.status.as_str(),
+            messages = totals.messages,
+            cards = totals.cards,
+            incomplete = totals.incomplete_calls,
+            "run closed"
+        );
         self.emit(out, Output::RunClosed { status: end.status, final_text, totals, error });
     }
 }

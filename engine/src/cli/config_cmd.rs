@@ -48,7 +48,7 @@ fn table(config: &Config) -> String {
         None => "config file: none\n\n".to_owned(),
     };
     let rows: Vec<_> = config.entries().into_iter().filter(|(name, ..)| *name != "config_file").collect();
-    let width = |f: fn(&(&'static str, String, String, &'static str)) -> usize, header: &str| {
+    let width = |f: fn(&(&'static str, String, String, String)) -> usize, header: &str| {
         rows.iter().map(f).chain([header.chars().count()]).max().unwrap_or(0)
     };
     let w_name = width(|r| r.0.chars().count(), "NAME");

@@ -18,6 +18,7 @@ use toolstream_actors::shard::ShardConfig;
 use crate::config::Config;
 use crate::decode::Format;
 use crate::pipeline::PipelineOptions;
+use crate::sinks::SinkSpec;
 
 /// Ingest Cursor agent event streams and deliver them — ordered, deduplicated, scrubbed and
 /// bounded — to sinks such as terminal cards.
@@ -63,11 +64,11 @@ pub struct InputArgs {
     /// ~/.config/toolstream/config.toml). `toolstream config` shows the effective settings.
     #[arg(long, value_name = "PATH")]
     pub config: Option<PathBuf>,
-    /// Number of shards (actor threads); sessions are spread over them by id. Default: one per
-    /// core but the one that reads and decodes, at least 1 (or `shards` in the config, or
+    /// Number of shards (actor threads), 1 to 64; sessions are spread over them by id. Default:
+    /// one per core but the one that reads and decodes, at least 1 (or `shards` in the config, or
     /// TOOLSTREAM_SHARDS).
     #[arg(long, value_name = "N")]
-    pub shards: Option<usize>,
+    pub shards: Option<String>,
     /// Input format; `auto` detects it from each file's first line.
     #[arg(long, value_enum, default_value_t = FormatArg::Auto)]
     pub format: FormatArg,
@@ -81,10 +82,16 @@ pub struct InputArgs {
 }
 
 impl InputArgs {
-    /// The effective configuration: defaults < config file < environment < these flags.
+    /// The effective configuration: defaults < config file < environment < these flags. What
+    /// was clamped on the way is said on stderr.
     pub fn config(&self) -> anyhow::Result<Config> {
         let mut cfg = Config::from_process_env(self.config.as_deref())?;
-        cfg.shards.set_cli_opt(self.shards.filter(|n| *n > 0), "--shards");
+        if let Some(n) = &self.shards {
+            cfg.set_flag("shards", "--shards", n)?;
+        }
+        for w in &cfg.warnings {
+            eprintln!("toolstream: {w}");
+        }
         Ok(cfg)
     }
 
@@ -116,6 +123,8 @@ pub struct ReplayArgs {
     /// when no sink is named), `jsonl=PATH` (the JSONL debug trace: allowlisted fields, hashed
     /// call ids, capped at 2 MiB) or `pi-session=PATH` (one pi session file, format v3, for
     /// every run: open it with `pi --session PATH`; written whole and renamed into place).
+    /// Append `,when_full=drop_newest` to drop (and count) what a full sink cannot take instead of
+    /// waiting for it (`block`, the default of these sinks; or set `<sink>_when_full`).
     #[arg(long = "sink", value_name = "SPEC")]
     pub sinks: Vec<SinkSpec>,
     /// Also write the JSONL debug trace to FILE (same as `--sink jsonl=FILE`).
@@ -168,34 +177,6 @@ pub enum ColorArg {
     Auto,
     Always,
     Never,
-}
-
-/// A sink selected on the command line.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum SinkSpec {
-    Cards,
-    Jsonl(PathBuf),
-    PiSession(PathBuf),
-}
-
-impl FromStr for SinkSpec {
-    type Err = String;
-
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        let (name, arg) = match s.split_once('=') {
-            Some((n, a)) => (n, Some(a)),
-            None => (s, None),
-        };
-        match (name, arg) {
-            ("cards", None) => Ok(SinkSpec::Cards),
-            ("cards", Some(_)) => Err("`cards` takes no argument (it writes to stdout)".into()),
-            ("jsonl", Some(path)) if !path.is_empty() => Ok(SinkSpec::Jsonl(PathBuf::from(path))),
-            ("jsonl", _) => Err("`jsonl` needs a file: `--sink jsonl=trace.jsonl`".into()),
-            ("pi-session", Some(path)) if !path.is_empty() => Ok(SinkSpec::PiSession(PathBuf::from(path))),
-            ("pi-session", _) => Err("`pi-session` needs a file: `--sink pi-session=session.jsonl`".into()),
-            _ => Err(format!("unknown sink `{name}`; available: cards, jsonl=PATH, pi-session=PATH")),
-        }
-    }
 }
 
 /// A byte count with an optional K/M/G suffix (powers of 1024).
@@ -257,14 +238,6 @@ mod tests {
         assert!("x".parse::<ByteSize>().is_err());
         assert!("0".parse::<ByteSize>().is_err());
         assert_eq!(ByteSize(16 << 20).to_string(), "16M");
-    }
-
-    #[test]
-    fn sink_specs() {
-        assert_eq!("cards".parse::<SinkSpec>(), Ok(SinkSpec::Cards));
-        assert_eq!("jsonl=t.jsonl".parse::<SinkSpec>(), Ok(SinkSpec::Jsonl("t.jsonl".into())));
-        assert!("jsonl".parse::<SinkSpec>().is_err());
-        assert!("nope".parse::<SinkSpec>().unwrap_err().contains("available"));
     }
 
     #[test]

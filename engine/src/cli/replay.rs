@@ -1,15 +1,17 @@
 //! `toolstream replay`: read streams and deliver them to the selected sinks. Ctrl-C cancels every
-//! open run, flushes every sink and exits with 130.
+//! open run, flushes every sink and exits with 130. At exit, one line per sink that failed or
+//! dropped anything.
 
 use std::io::{self, IsTerminal};
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock};
 
-use toolstream_sinks::cards::{CardsOptions, CardsSink};
-use toolstream_sinks::jsonl_trace::JsonlTraceSink;
-use toolstream_sinks::Sink;
+use toolstream_sinks::cards::CardsOptions;
 
-use super::{ColorArg, ReplayArgs, SinkSpec};
-use crate::pipeline::{Pipeline, PipelineError};
+use super::{ColorArg, ReplayArgs};
+use crate::pipeline::{Canceller, Pipeline, PipelineError, Stats};
+use crate::sinks::{SinkContext, SinkKind, SinkSpec, SinkSummary};
 use crate::source::Source;
 
 pub fn run(args: ReplayArgs) -> anyhow::Result<i32> {
@@ -21,47 +23,46 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<i32> {
     };
     let mut specs = args.sinks.clone();
     if let Some(t) = &args.trace {
-        specs.push(SinkSpec::Jsonl(t.clone()));
+        specs.push(SinkSpec::new(SinkKind::Jsonl, Some(t.clone())));
     } else if cfg.trace_enabled.value {
-        specs.push(SinkSpec::Jsonl(cfg.trace_file.value.clone()));
+        specs.push(SinkSpec::new(SinkKind::Jsonl, Some(cfg.trace_file.value.clone())));
     }
     if args.sinks.is_empty() {
-        specs.insert(0, SinkSpec::Cards);
+        specs.insert(0, SinkSpec::new(SinkKind::Cards, None));
     }
-    let mut sinks: Vec<Box<dyn Sink>> = Vec::new();
-    for spec in specs {
-        match spec {
-            SinkSpec::Cards => {
-                let opts = CardsOptions { expanded: args.expanded, color };
-                sinks.push(Box::new(CardsSink::new(io::BufWriter::new(io::stdout()), opts)));
-            }
-            SinkSpec::Jsonl(path) => {
-                let sink = JsonlTraceSink::create_with_limit(&path, cfg.trace_limit_bytes.value)
-                    .map_err(|e| anyhow::anyhow!("cannot create trace file {}: {e}", path.display()))?;
-                sinks.push(Box::new(sink));
-            }
-            SinkSpec::PiSession(path) => {
-                let sink = toolstream_sinks::pi_session::PiSessionSink::create(&path)
-                    .map_err(|e| anyhow::anyhow!("cannot write pi session {}: {e}", path.display()))?;
-                sinks.push(Box::new(sink));
-            }
-        }
-    }
+    let ctx = SinkContext {
+        cards: CardsOptions { expanded: args.expanded, color },
+        trace_limit_bytes: cfg.trace_limit_bytes.value,
+    };
+    let plans = specs.iter().map(|spec| spec.plan(&ctx, cfg.when_full(spec.kind))).collect();
     let mut opts = args.input.pipeline_options(&cfg);
     opts.realtime = args.realtime;
-    let mut pipeline = Pipeline::new(opts, sinks)?;
-    let canceller = pipeline.canceller();
-    // Ctrl-C: cancel every open run, flush every sink, exit 130. A second Ctrl-C while that is
-    // under way (a sink blocked on a full pipe, say) exits at once.
-    let handler = canceller.clone();
-    let pressed = std::sync::atomic::AtomicBool::new(false);
+    // Ctrl-C: cancel every open run, flush every sink (none may hold the others up for longer
+    // than the grace period), say what was dropped, exit 130. Installed before the sinks open (a
+    // `block` sink may wait in its opening, a FIFO nobody reads); a second Ctrl-C exits at once.
+    let running: Arc<OnceLock<Canceller>> = Arc::new(OnceLock::new());
+    let handler = running.clone();
+    let pressed = AtomicBool::new(false);
     let _ = ctrlc::set_handler(move || {
-        if pressed.swap(true, std::sync::atomic::Ordering::SeqCst) {
+        if pressed.swap(true, Ordering::SeqCst) {
             std::process::exit(130);
         }
-        handler.cancel();
+        if let Some(canceller) = handler.get() {
+            canceller.cancel();
+            report_sinks(&canceller.sink_summaries());
+        }
         std::process::exit(130);
     });
+    let mut pipeline = match Pipeline::with_sinks(opts, plans) {
+        Ok(p) => p,
+        Err(PipelineError::Sink(e)) => {
+            eprintln!("toolstream: {e}");
+            return Ok(2);
+        }
+        Err(e) => return Err(e.into()),
+    };
+    let canceller = pipeline.canceller();
+    let _ = running.set(canceller.clone());
     let files = if args.files.is_empty() { vec![PathBuf::from("-")] } else { args.files.clone() };
     let mut failed_read = false;
     for file in &files {
@@ -73,7 +74,10 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<i32> {
             }
             match e {
                 PipelineError::Read { .. } => failed_read = true,
-                PipelineError::Strict(_) | PipelineError::Start(_) | PipelineError::Cancelled => break,
+                PipelineError::Strict(_)
+                | PipelineError::Start(_)
+                | PipelineError::Sink(_)
+                | PipelineError::Cancelled => break,
             }
         }
         if canceller.is_cancelled() {
@@ -81,20 +85,31 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<i32> {
         }
     }
     let stats = pipeline.finish();
-    for e in &stats.sink_errors {
-        eprintln!("toolstream: sink error: {e}");
+    Ok(exit_report(&stats, failed_read))
+}
+
+/// One line per sink that failed or dropped events.
+pub fn report_sinks(sinks: &[SinkSummary]) {
+    for line in sinks.iter().filter_map(SinkSummary::report_line) {
+        eprintln!("toolstream: {line}");
     }
+}
+
+/// Say what went wrong at the end of a run; the exit status it earned: 2 when a file could not be
+/// read, 1 when a line could not be decoded or a sink or stage failed, else 0.
+pub fn exit_report(stats: &Stats, failed_read: bool) -> i32 {
+    report_sinks(&stats.sinks);
     for e in &stats.engine_errors {
         eprintln!("toolstream: {e}");
     }
     if stats.decode_errors > 0 {
         eprintln!("toolstream: {} line(s) could not be decoded ({} lines read)", stats.decode_errors, stats.lines);
     }
-    Ok(if failed_read {
+    if failed_read {
         2
     } else if stats.decode_errors > 0 || !stats.sink_errors.is_empty() || !stats.engine_errors.is_empty() {
         1
     } else {
         0
-    })
+    }
 }

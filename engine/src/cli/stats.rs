@@ -8,10 +8,14 @@ use super::StatsArgs;
 use crate::pipeline::{Pipeline, PipelineError, Stats};
 use crate::source::Source;
 
+/// Exit status: 0 when every line decoded, 1 when a line could not be decoded (the counts are
+/// still printed), 2 when a file could not be read (nothing is printed but the error: a table of
+/// zeros would read as an empty file).
 pub fn run(args: StatsArgs) -> anyhow::Result<i32> {
     let cfg = args.input.config()?;
     let mut pipeline = Pipeline::new(args.input.pipeline_options(&cfg), Vec::new())?;
-    let mut code = 0;
+    let mut unreadable = false;
+    let mut stopped = false;
     for file in &args.files {
         let source = Source::from_arg(file);
         let mut quiet = |_: &crate::decode::DecodeError| {};
@@ -19,20 +23,28 @@ pub fn run(args: StatsArgs) -> anyhow::Result<i32> {
             Ok(()) => {}
             Err(e @ PipelineError::Read { .. }) => {
                 eprintln!("toolstream: {e}");
-                code = 2;
+                unreadable = true;
             }
-            Err(e @ (PipelineError::Strict(_) | PipelineError::Start(_) | PipelineError::Cancelled)) => {
+            Err(
+                e @ (PipelineError::Strict(_)
+                | PipelineError::Start(_)
+                | PipelineError::Sink(_)
+                | PipelineError::Cancelled),
+            ) => {
                 eprintln!("toolstream: {e}");
-                code = 1;
+                stopped = true;
                 break;
             }
         }
     }
     let stats = pipeline.finish();
+    if unreadable {
+        return Ok(2);
+    }
     for e in &stats.engine_errors {
         eprintln!("toolstream: {e}");
-        code = code.max(1);
     }
+    let code = if stopped || stats.decode_errors > 0 || !stats.engine_errors.is_empty() { 1 } else { 0 };
     let mut out = io::stdout().lock();
     let written = if args.json {
         writeln!(out, "{}", serde_json::to_string(&stats)?)

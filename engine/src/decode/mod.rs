@@ -48,6 +48,8 @@ pub struct DecodeError {
 pub struct Decoder {
     source_name: Arc<str>,
     format: Option<Format>,
+    /// The format was named by the user (`--format`), not detected.
+    forced: bool,
     cli: cli::CliDecoder,
     sdk: sdk::SdkDecoder,
     max_line: usize,
@@ -59,6 +61,7 @@ impl Decoder {
         Decoder {
             source_name: source_name.into(),
             format,
+            forced: format.is_some(),
             cli: cli::CliDecoder::default(),
             sdk: sdk::SdkDecoder::default(),
             max_line: framing::DEFAULT_MAX_LINE_BYTES,
@@ -123,9 +126,24 @@ impl Decoder {
 
     fn decode_text(&mut self, text: &str, pos: SourcePos, out: &mut Vec<InputEvent>) -> Result<(), String> {
         let format = match self.format {
+            Some(f) if self.forced => {
+                // A forced format never silently swallows lines of the other one.
+                if let Ok(seen) = detect(text) {
+                    if seen != f {
+                        return Err(format!(
+                            "a {} line, not {} (--format {}): drop --format or name the right one",
+                            seen.as_str(),
+                            f.as_str(),
+                            f.as_str()
+                        ));
+                    }
+                }
+                f
+            }
             Some(f) => f,
             None => {
                 let f = detect(text)?;
+                tracing::debug!(source = %self.source_name, format = f.as_str(), "format detected");
                 self.format = Some(f);
                 f
             }

@@ -43,8 +43,14 @@ pub struct Run {
 
 /// Run the real binary with `args`, feeding `stdin` when given.
 pub fn toolstream(args: &[&str], stdin: Option<&[u8]>) -> Run {
+    toolstream_env(args, stdin, &[])
+}
+
+/// [`toolstream`] with extra environment variables.
+pub fn toolstream_env(args: &[&str], stdin: Option<&[u8]>, vars: &[(&str, &str)]) -> Run {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_toolstream"));
     cmd.args(args).stdout(Stdio::piped()).stderr(Stdio::piped());
+    cmd.envs(vars.iter().copied());
     cmd.stdin(if stdin.is_some() { Stdio::piped() } else { Stdio::null() });
     let mut child = cmd.spawn().unwrap();
     if let Some(bytes) = stdin {

@@ -60,6 +60,9 @@ pub const DIAGNOSTIC_ALLOWLIST: &[&str] = &[
     "rejectionKind",
     "event",
     "value",
+    "sink",
+    "whenFull",
+    "queueFull",
 ];
 
 const CURSOR_MCP_CALL_PREFIX: &str = "cursor-mcp-call-";

@@ -1,0 +1,14 @@
+//! The sink side of the engine: which sinks exist and how a user names them ([`spec`]), how the
+//! fan-out hands each sink its events under that sink's `when_full` policy and counts what it
+//! drops ([`port`]), the thread each sink runs on ([`thread`]), and the stats counter, which is
+//! simply one more sink ([`stats`]).
+
+pub mod port;
+pub mod spec;
+pub mod stats;
+pub mod thread;
+
+pub use port::{SinkPort, SinkSet, SinkSummary, WhenFull};
+pub use spec::{SinkContext, SinkKind, SinkSpec};
+pub use stats::{OutputCounts, StatsSink};
+pub use thread::{SinkMsg, SinkPlan, SinkReport, SinkThread};

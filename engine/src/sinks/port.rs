@@ -1,0 +1,384 @@
+//! How the fan-out hands each sink its events. Every sink has a bounded queue and a `when_full`
+//! policy: `block` waits for room (files and the terminal: nothing is lost, a slow sink slows the
+//! run), `drop_newest` never waits (network sinks: a stalled collector must not hold back a pi
+//! session or the terminal) and drops the batch it cannot queue. Every drop is counted per sink:
+//! what was offered, dropped on a full queue, and written; `offered − written` is what the sink
+//! never got, whatever the reason (a full queue, a failure, a sink still stuck at exit).
+//!
+//! Shutdown (Ctrl-C, or the end of a run) bounds every wait: once it begins, a `block` sink that
+//! stays full for the grace period is abandoned (its later events are counted as dropped) so that
+//! one stuck sink cannot keep the others from their final flush.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::{bounded, SendTimeoutError, Sender, TrySendError};
+use serde::Serialize;
+use toolstream_schemas::OutputEvent;
+
+use super::thread::SinkMsg;
+
+/// How often a blocked delivery looks up from its wait to check for shutdown.
+const BLOCK_POLL: Duration = Duration::from_millis(50);
+
+/// What the fan-out does when a sink's queue is full.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WhenFull {
+    /// Wait for room: nothing is lost; a slow sink slows the whole run.
+    #[default]
+    Block,
+    /// Never wait: drop the batch that does not fit, and count it.
+    DropNewest,
+}
+
+impl WhenFull {
+    pub const CHOICES: &'static str = "block or drop_newest";
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            WhenFull::Block => "block",
+            WhenFull::DropNewest => "drop_newest",
+        }
+    }
+
+    pub fn parse(s: &str) -> Result<WhenFull, String> {
+        match s.trim().to_ascii_lowercase().replace('-', "_").as_str() {
+            "block" => Ok(WhenFull::Block),
+            "drop_newest" => Ok(WhenFull::DropNewest),
+            _ => Err(format!("`{s}` is not a when_full policy ({})", Self::CHOICES)),
+        }
+    }
+}
+
+impl std::fmt::Display for WhenFull {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One sink's counters, shared by the fan-out (offers, drops) and the sink's thread (writes).
+#[derive(Debug, Default)]
+pub struct Counters {
+    /// Events offered to the sink.
+    pub offered: AtomicU64,
+    /// Events dropped because the queue was full (`drop_newest`), or after the sink was abandoned
+    /// at shutdown (`block`).
+    pub dropped: AtomicU64,
+    /// Events the sink wrote.
+    pub written: AtomicU64,
+    /// A `block` sink that stayed full through the shutdown grace period.
+    pub abandoned: AtomicBool,
+}
+
+/// The fan-out's end of one sink: its queue, its policy, its counters.
+#[derive(Clone)]
+pub struct SinkPort {
+    /// How the user named the sink (`jsonl=trace.jsonl`), for reports.
+    pub label: String,
+    pub when_full: WhenFull,
+    /// The engine's own stats counter: never reported as a user's sink.
+    pub internal: bool,
+    pub queue: Sender<SinkMsg>,
+    pub counters: Arc<Counters>,
+}
+
+impl SinkPort {
+    /// Offer a batch under the sink's policy (see the module docs).
+    fn offer(&self, batch: &Arc<Vec<OutputEvent>>, shutdown: &Shutdown) {
+        let n = batch.len() as u64;
+        self.counters.offered.fetch_add(n, Ordering::Relaxed);
+        let dropped = match self.when_full {
+            WhenFull::DropNewest => match self.queue.try_send(SinkMsg::Events(batch.clone())) {
+                Ok(()) | Err(TrySendError::Disconnected(_)) => false,
+                Err(TrySendError::Full(_)) => true,
+            },
+            WhenFull::Block => self.offer_blocking(SinkMsg::Events(batch.clone()), shutdown),
+        };
+        if dropped {
+            self.counters.dropped.fetch_add(n, Ordering::Relaxed);
+            tracing::trace!(sink = %self.label, events = n, "queue full: batch dropped");
+        }
+    }
+
+    /// Wait for room; returns whether the message was dropped instead (the sink was abandoned).
+    fn offer_blocking(&self, mut msg: SinkMsg, shutdown: &Shutdown) -> bool {
+        let mut deadline: Option<Instant> = None;
+        loop {
+            if self.counters.abandoned.load(Ordering::Relaxed) {
+                return true;
+            }
+            match self.queue.send_timeout(msg, BLOCK_POLL) {
+                Ok(()) | Err(SendTimeoutError::Disconnected(_)) => return false,
+                Err(SendTimeoutError::Timeout(m)) => msg = m,
+            }
+            if shutdown.begun() {
+                let due = *deadline.get_or_insert_with(|| Instant::now() + shutdown.grace);
+                if Instant::now() >= due {
+                    self.counters.abandoned.store(true, Ordering::Relaxed);
+                    tracing::debug!(sink = %self.label, "sink still full after the shutdown grace period: abandoned");
+                    return true;
+                }
+            }
+        }
+    }
+
+    /// Ask the sink to make what it has complete (a checkpoint), waiting at most the grace period
+    /// for room and for its answer. Whether it answered.
+    fn checkpoint(&self, grace: Duration) -> bool {
+        if self.counters.abandoned.load(Ordering::Relaxed) {
+            return false;
+        }
+        let (tx, rx) = bounded(1);
+        let sent = match self.when_full {
+            WhenFull::DropNewest => self.queue.try_send(SinkMsg::Flush(tx)).is_ok(),
+            WhenFull::Block => self.queue.send_timeout(SinkMsg::Flush(tx), grace).is_ok(),
+        };
+        sent && rx.recv_timeout(grace).is_ok()
+    }
+}
+
+/// Whether the pipeline is shutting down, and how long a sink may hold that up.
+#[derive(Debug)]
+struct Shutdown {
+    begun: AtomicBool,
+    grace: Duration,
+}
+
+impl Shutdown {
+    fn begun(&self) -> bool {
+        self.begun.load(Ordering::Relaxed)
+    }
+}
+
+/// Every sink of a pipeline, as the fan-out sees them.
+pub struct SinkSet {
+    ports: Vec<SinkPort>,
+    shutdown: Shutdown,
+    /// The latest event time delivered (for the engine's own notices).
+    last_at_ms: AtomicU64,
+}
+
+impl SinkSet {
+    /// `grace`: how long, once shutdown began, a `block` sink may stay full (and a sink may take to
+    /// answer a checkpoint) before it is given up on.
+    pub fn new(ports: Vec<SinkPort>, grace: Duration) -> SinkSet {
+        SinkSet { ports, shutdown: Shutdown { begun: AtomicBool::new(false), grace }, last_at_ms: AtomicU64::new(0) }
+    }
+
+    pub fn ports(&self) -> &[SinkPort] {
+        &self.ports
+    }
+
+    pub fn grace(&self) -> Duration {
+        self.shutdown.grace
+    }
+
+    /// Hand one batch to every sink, each under its own policy.
+    pub fn deliver(&self, events: Vec<OutputEvent>) {
+        if events.is_empty() {
+            return;
+        }
+        let latest = events.iter().map(|e| e.at_ms).max().unwrap_or(0);
+        self.last_at_ms.fetch_max(latest, Ordering::Relaxed);
+        let shared = Arc::new(events);
+        for port in &self.ports {
+            port.offer(&shared, &self.shutdown);
+        }
+    }
+
+    /// The latest event time delivered so far.
+    pub fn last_at_ms(&self) -> u64 {
+        self.last_at_ms.load(Ordering::Relaxed)
+    }
+
+    /// Hand the engine's own notices (what sinks dropped) to every user sink, uncounted, never
+    /// waiting longer than the grace period on any of them.
+    pub fn deliver_to_users(&self, events: Vec<OutputEvent>) {
+        let shared = Arc::new(events);
+        for port in self.ports.iter().filter(|p| !p.internal && !p.counters.abandoned.load(Ordering::Relaxed)) {
+            let msg = SinkMsg::Notice(shared.clone());
+            let _ = match port.when_full {
+                WhenFull::DropNewest => port.queue.try_send(msg).is_ok(),
+                WhenFull::Block => port.queue.send_timeout(msg, self.shutdown.grace).is_ok(),
+            };
+        }
+    }
+
+    /// From now on no sink may block the others for longer than the grace period.
+    pub fn begin_shutdown(&self) {
+        self.shutdown.begun.store(true, Ordering::Relaxed);
+    }
+
+    /// Wait until every sink has handled what it was given (at the end, so what each dropped is
+    /// final): as long as it takes for a `block` sink, at most the grace period for a
+    /// `drop_newest` or abandoned one.
+    pub fn drain_all(&self) {
+        for port in &self.ports {
+            let bounded_wait =
+                port.when_full == WhenFull::DropNewest || port.counters.abandoned.load(Ordering::Relaxed);
+            if bounded_wait {
+                port.checkpoint(self.shutdown.grace);
+                continue;
+            }
+            let (tx, rx) = bounded(1);
+            if port.queue.send(SinkMsg::Flush(tx)).is_ok() {
+                let _ = rx.recv();
+            }
+        }
+    }
+
+    /// Checkpoint every sink (Ctrl-C), each bounded by the grace period.
+    pub fn checkpoint_all(&self) {
+        for port in &self.ports {
+            if !port.checkpoint(self.shutdown.grace) {
+                tracing::debug!(sink = %port.label, "sink did not answer its final checkpoint in time");
+            }
+        }
+    }
+
+    /// What each user sink was offered, wrote and dropped so far (the stats counter left out).
+    pub fn summaries(&self) -> Vec<SinkSummary> {
+        self.ports
+            .iter()
+            .filter(|p| !p.internal)
+            .map(|p| {
+                let c = &p.counters;
+                let offered = c.offered.load(Ordering::Relaxed);
+                let written = c.written.load(Ordering::Relaxed);
+                SinkSummary {
+                    sink: p.label.clone(),
+                    when_full: p.when_full,
+                    offered,
+                    written,
+                    dropped: offered.saturating_sub(written),
+                    dropped_queue_full: c.dropped.load(Ordering::Relaxed),
+                    error: None,
+                    stuck: c.abandoned.load(Ordering::Relaxed),
+                }
+            })
+            .collect()
+    }
+}
+
+/// What one sink got, for the exit summary, the trace and `--json` outputs.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct SinkSummary {
+    /// How the sink was named (`jsonl=trace.jsonl`).
+    pub sink: String,
+    pub when_full: WhenFull,
+    /// Output events offered to it.
+    pub offered: u64,
+    /// Output events it wrote.
+    pub written: u64,
+    /// Output events it never wrote (`offered − written`), whatever the reason.
+    pub dropped: u64,
+    /// Of those, dropped by the fan-out because its queue was full (or after it was abandoned).
+    pub dropped_queue_full: u64,
+    /// Why it failed, if it did.
+    pub error: Option<String>,
+    /// It was still busy (blocked) when the engine stopped waiting for it.
+    pub stuck: bool,
+}
+
+impl SinkSummary {
+    /// The one exit-summary line about this sink, or `None` when it got everything.
+    pub fn report_line(&self) -> Option<String> {
+        if self.dropped == 0 && self.error.is_none() {
+            return None;
+        }
+        let events = format!("{} event{} dropped", thousands(self.dropped), if self.dropped == 1 { "" } else { "s" });
+        let mut why = Vec::new();
+        if self.dropped_queue_full > 0 {
+            why.push(if self.dropped_queue_full == self.dropped {
+                "queue full".to_owned()
+            } else {
+                format!("{} on a full queue", thousands(self.dropped_queue_full))
+            });
+        }
+        let rest = self.dropped - self.dropped_queue_full.min(self.dropped);
+        if rest > 0 && self.error.is_none() {
+            let what = if self.stuck { "still blocked at exit" } else { "not written" };
+            why.push(if why.is_empty() { what.to_owned() } else { format!("{} {what}", thousands(rest)) });
+        }
+        Some(match &self.error {
+            Some(e) if self.dropped > 0 => format!("sink {} failed: {e}; {events}", self.sink),
+            Some(e) => format!("sink {} failed: {e}", self.sink),
+            None => format!("sink {}: {events} ({})", self.sink, why.join(", ")),
+        })
+    }
+}
+
+/// `1234567` as `1,234,567`.
+pub fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use toolstream_schemas::{Output, RunId};
+
+    fn batch(n: usize) -> Vec<OutputEvent> {
+        let run = Arc::new(RunId { session: "s".into(), seq: 1 });
+        (0..n).map(|_| OutputEvent { run: run.clone(), at_ms: 0, kind: Output::BlockEnded { turn: 0 } }).collect()
+    }
+
+    fn port(label: &str, when_full: WhenFull, capacity: usize) -> (SinkPort, crossbeam_channel::Receiver<SinkMsg>) {
+        let (tx, rx) = bounded(capacity);
+        let p = SinkPort { label: label.into(), when_full, internal: false, queue: tx, counters: Arc::default() };
+        (p, rx)
+    }
+
+    #[test]
+    fn a_full_drop_newest_sink_never_holds_back_the_others_and_counts_every_event() {
+        let (stalled, _never_read) = port("otlp", WhenFull::DropNewest, 1);
+        let (healthy, rx) = port("cards", WhenFull::Block, 64);
+        let set = SinkSet::new(vec![stalled, healthy], Duration::from_millis(100));
+        for _ in 0..10 {
+            set.deliver(batch(3));
+        }
+        assert_eq!(rx.try_iter().count(), 10, "the block sink got every batch");
+        let s = set.summaries();
+        assert_eq!((s[0].offered, s[0].dropped_queue_full, s[0].dropped), (30, 27, 30));
+        assert_eq!(
+            s[0].report_line().as_deref(),
+            Some("sink otlp: 30 events dropped (27 on a full queue, 3 not written)")
+        );
+        assert_eq!((s[1].offered, s[1].dropped_queue_full), (30, 0));
+    }
+
+    #[test]
+    fn a_stuck_block_sink_is_abandoned_only_after_shutdown_and_its_grace() {
+        let (stuck, _never_read) = port("jsonl=fifo", WhenFull::Block, 1);
+        let set = Arc::new(SinkSet::new(vec![stuck], Duration::from_millis(100)));
+        set.deliver(batch(1)); // fills the queue
+        let s2 = set.clone();
+        let blocked = std::thread::spawn(move || s2.deliver(batch(2)));
+        std::thread::sleep(Duration::from_millis(200));
+        assert!(!blocked.is_finished(), "block waits while the pipeline runs");
+        set.begin_shutdown();
+        blocked.join().unwrap_or_default();
+        set.deliver(batch(4)); // abandoned: dropped at once
+        let s = &set.summaries()[0];
+        assert!(s.stuck);
+        assert_eq!((s.offered, s.dropped_queue_full), (7, 6));
+    }
+
+    #[test]
+    fn thousands_separators() {
+        assert_eq!(thousands(0), "0");
+        assert_eq!(thousands(999), "999");
+        assert_eq!(thousands(1234), "1,234");
+        assert_eq!(thousands(1_234_567), "1,234,567");
+    }
+}

@@ -1,0 +1,240 @@
+//! The sink registry: every sink a user can name, its argument, its default `when_full`, and how
+//! it is opened. A sink is named on the command line as `NAME[=ARG][,when_full=block|drop_newest]`
+//! (`--sink cards`, `--sink jsonl=trace.jsonl,when_full=drop_newest`); without `when_full` the
+//! config setting `<name>_when_full` decides, else the sink's default. Adding a sink is one row
+//! here and one arm in [`SinkSpec::plan`].
+
+use std::fmt;
+use std::io;
+use std::path::PathBuf;
+use std::str::FromStr;
+
+use toolstream_sinks::cards::{CardsOptions, CardsSink};
+use toolstream_sinks::jsonl_trace::JsonlTraceSink;
+use toolstream_sinks::pi_session::PiSessionSink;
+use toolstream_sinks::{Sink, SinkError};
+
+use super::port::WhenFull;
+use super::thread::SinkPlan;
+
+/// The kinds of sink, one row each.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum SinkKind {
+    Cards,
+    Jsonl,
+    PiSession,
+}
+
+/// What the registry says of one kind.
+#[derive(Debug)]
+pub struct KindInfo {
+    pub kind: SinkKind,
+    /// How it is named: `--sink <name>`.
+    pub name: &'static str,
+    /// Its argument (`PATH`), when it takes one.
+    pub arg: Option<&'static str>,
+    /// Its `when_full` unless configured: `block` for files and the terminal, `drop_newest` for
+    /// network sinks.
+    pub when_full: WhenFull,
+    pub help: &'static str,
+}
+
+/// The registry.
+pub const KINDS: &[KindInfo] = &[
+    KindInfo {
+        kind: SinkKind::Cards,
+        name: "cards",
+        arg: None,
+        when_full: WhenFull::Block,
+        help: "terminal cards on stdout (the default when no sink is named)",
+    },
+    KindInfo {
+        kind: SinkKind::Jsonl,
+        name: "jsonl",
+        arg: Some("PATH"),
+        when_full: WhenFull::Block,
+        help: "the JSONL debug trace: allowlisted fields, hashed call ids, capped at 2 MiB",
+    },
+    KindInfo {
+        kind: SinkKind::PiSession,
+        name: "pi-session",
+        arg: Some("PATH"),
+        when_full: WhenFull::Block,
+        help: "one pi session file (format v3) for every run: open it with `pi --session PATH`",
+    },
+];
+
+impl SinkKind {
+    pub fn info(self) -> &'static KindInfo {
+        // Every kind has exactly one row (a unit test checks it).
+        KINDS.iter().find(|k| k.kind == self).unwrap_or(&KINDS[0])
+    }
+
+    pub fn name(self) -> &'static str {
+        self.info().name
+    }
+
+    /// `cards` / `jsonl` / `pi_session`: the stem of its config setting `<stem>_when_full`.
+    pub fn setting_stem(self) -> String {
+        self.name().replace('-', "_")
+    }
+
+    fn by_name(name: &str) -> Option<SinkKind> {
+        KINDS.iter().find(|k| k.name == name).map(|k| k.kind)
+    }
+}
+
+/// The list of sinks for messages and `--help`: `cards, jsonl=PATH, pi-session=PATH`.
+pub fn available() -> String {
+    KINDS
+        .iter()
+        .map(|k| match k.arg {
+            Some(arg) => format!("{}={arg}", k.name),
+            None => k.name.to_owned(),
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// A sink as the user named it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SinkSpec {
+    pub kind: SinkKind,
+    pub path: Option<PathBuf>,
+    /// `,when_full=…` given with the sink; else the config's, else the kind's default.
+    pub when_full: Option<WhenFull>,
+}
+
+impl SinkSpec {
+    pub fn new(kind: SinkKind, path: Option<PathBuf>) -> SinkSpec {
+        SinkSpec { kind, path, when_full: None }
+    }
+
+    /// How reports name it: `jsonl=trace.jsonl`, `cards`.
+    pub fn label(&self) -> String {
+        match &self.path {
+            Some(p) => format!("{}={}", self.kind.name(), p.display()),
+            None => self.kind.name().to_owned(),
+        }
+    }
+}
+
+impl fmt::Display for SinkSpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.label())?;
+        if let Some(w) = self.when_full {
+            write!(f, ",when_full={w}")?;
+        }
+        Ok(())
+    }
+}
+
+impl FromStr for SinkSpec {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        // Options come last, as `,key=value`; a path may itself hold commas.
+        let mut rest = s;
+        let mut when_full = None;
+        while let Some((head, opt)) = rest.rsplit_once(',') {
+            let Some(value) = opt.strip_prefix("when_full=") else { break };
+            if when_full.is_some() {
+                return Err("`when_full` is given twice".into());
+            }
+            when_full = Some(WhenFull::parse(value)?);
+            rest = head;
+        }
+        let (name, arg) = match rest.split_once('=') {
+            Some((n, a)) => (n, Some(a)),
+            None => (rest, None),
+        };
+        let Some(kind) = SinkKind::by_name(name) else {
+            return Err(format!("unknown sink `{name}`; available: {}", available()));
+        };
+        let info = kind.info();
+        let path = match (info.arg, arg) {
+            (None, None) => None,
+            (None, Some(_)) => return Err(format!("`{name}` takes no argument")),
+            (Some(_), Some(a)) if !a.is_empty() => Some(PathBuf::from(a)),
+            (Some(what), _) => return Err(format!("`{name}` needs a {what}: `--sink {name}={what}`")),
+        };
+        Ok(SinkSpec { kind, path, when_full })
+    }
+}
+
+/// What opening a sink needs from the command.
+#[derive(Clone, Debug)]
+pub struct SinkContext {
+    pub cards: CardsOptions,
+    pub trace_limit_bytes: u64,
+}
+
+impl SinkSpec {
+    /// How to start this sink, with its `when_full` resolved (`configured`: the config setting of
+    /// its kind, when set).
+    pub fn plan(&self, ctx: &SinkContext, configured: Option<WhenFull>) -> SinkPlan {
+        let when_full = self.when_full.or(configured).unwrap_or(self.kind.info().when_full);
+        let path = self.path.clone().unwrap_or_default();
+        let open: Box<dyn FnOnce() -> Result<Box<dyn Sink>, SinkError> + Send> = match self.kind {
+            SinkKind::Cards => {
+                let opts = ctx.cards;
+                Box::new(move || Ok(Box::new(CardsSink::new(io::BufWriter::new(io::stdout()), opts)) as Box<dyn Sink>))
+            }
+            SinkKind::Jsonl => {
+                let limit = ctx.trace_limit_bytes;
+                Box::new(move || {
+                    let sink = JsonlTraceSink::create_with_limit(&path, limit).map_err(|source| SinkError::Other {
+                        sink: "jsonl",
+                        message: format!("cannot create trace file {}: {source}", path.display()),
+                    })?;
+                    Ok(Box::new(sink) as Box<dyn Sink>)
+                })
+            }
+            SinkKind::PiSession => Box::new(move || {
+                let sink = PiSessionSink::create(&path).map_err(|source| SinkError::Other {
+                    sink: "pi-session",
+                    message: format!("cannot write pi session {}: {source}", path.display()),
+                })?;
+                Ok(Box::new(sink) as Box<dyn Sink>)
+            }),
+        };
+        SinkPlan { label: self.label(), when_full, open }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_kind_has_one_row() {
+        for kind in [SinkKind::Cards, SinkKind::Jsonl, SinkKind::PiSession] {
+            assert_eq!(KINDS.iter().filter(|k| k.kind == kind).count(), 1, "{kind:?}");
+            assert_eq!(kind.info().kind, kind);
+        }
+    }
+
+    #[test]
+    fn specs_parse_with_options() {
+        let p = |s: &str| s.parse::<SinkSpec>();
+        assert_eq!(p("cards"), Ok(SinkSpec::new(SinkKind::Cards, None)));
+        assert_eq!(p("jsonl=t.jsonl"), Ok(SinkSpec::new(SinkKind::Jsonl, Some("t.jsonl".into()))));
+        assert_eq!(
+            p("jsonl=a,b.jsonl,when_full=drop_newest"),
+            Ok(SinkSpec {
+                kind: SinkKind::Jsonl,
+                path: Some("a,b.jsonl".into()),
+                when_full: Some(WhenFull::DropNewest)
+            })
+        );
+        assert_eq!(p("cards,when_full=block").map(|s| s.when_full), Ok(Some(WhenFull::Block)));
+        assert!(p("jsonl").unwrap_err().contains("needs a PATH"));
+        assert!(p("cards=x").unwrap_err().contains("takes no argument"));
+        assert!(p("nope").unwrap_err().contains("available: cards, jsonl=PATH, pi-session=PATH"));
+        assert!(p("cards,when_full=sometimes").unwrap_err().contains("block or drop_newest"));
+        assert_eq!(
+            p("jsonl=t.jsonl,when_full=drop_newest").unwrap().to_string(),
+            "jsonl=t.jsonl,when_full=drop_newest"
+        );
+    }
+}

@@ -46,6 +46,18 @@ impl Stage {
         [Stage::Floor, Stage::Decode, Stage::Cores, Stage::E2eNull, Stage::E2eJsonl, Stage::E2ePiSession]
     }
 
+    /// Its name in `--stage`, the JSON report and progress lines (as serde and clap spell it).
+    pub fn name(self) -> &'static str {
+        match self {
+            Stage::Floor => "floor",
+            Stage::Decode => "decode",
+            Stage::Cores => "cores",
+            Stage::E2eNull => "e2e-null",
+            Stage::E2eJsonl => "e2e-jsonl",
+            Stage::E2ePiSession => "e2e-pi-session",
+        }
+    }
+
     pub fn label(self) -> &'static str {
         match self {
             Stage::Floor => "floor (split + envelope parse)",
@@ -227,4 +239,18 @@ pub fn peak_rss_kib() -> Option<u64> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
     let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
     line.split_whitespace().nth(1)?.parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::ValueEnum;
+
+    #[test]
+    fn stage_names_are_the_serde_and_clap_names() {
+        for stage in Stage::all() {
+            assert_eq!(serde_json::to_value(stage).unwrap(), stage.name());
+            assert_eq!(stage.to_possible_value().unwrap().get_name(), stage.name());
+        }
+    }
 }

@@ -1,6 +1,7 @@
 //! `toolstream bench` on a small generated corpus: every stage runs, the JSON report carries the
-//! keys the performance issue names, and progress goes to stderr (one line per measured
-//! stage run when stderr is not a terminal), never into the report. (Throughput itself is measured, never asserted.)
+//! keys the performance issue names, progress goes to stderr (one line per measured stage run
+//! when stderr is not a terminal) and never into the report; inputs that cannot be measured are
+//! refused once, with their path. (Throughput itself is measured, never asserted.)
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod common;
@@ -62,4 +63,30 @@ fn bench_reports_every_stage_as_json() {
     }
     assert!(run.stderr.starts_with("bench: generating a 2M corpus"), "{}", run.stderr);
     assert!(!run.stderr.contains('\x1b') && !run.stderr.contains('\r'), "no bar on a pipe: {:?}", run.stderr);
+}
+
+#[test]
+fn an_input_that_cannot_be_read_is_reported_once_with_its_path() {
+    let dir = common::tempdir();
+    let missing = dir.join("no-such-corpus.jsonl");
+    for (input, why) in [(missing.as_path(), "No such file or directory"), (dir.as_path(), "it is a directory")] {
+        let run = common::toolstream(&["bench", "--input", input.to_str().unwrap(), "--repeat", "1"], None);
+        assert_eq!(run.code, 2, "{}", run.stderr);
+        assert_eq!(run.stdout, "");
+        let expected = format!("toolstream: cannot read {}: {why}", input.display());
+        assert!(run.stderr.starts_with(&expected), "{:?}", run.stderr);
+        assert_eq!(run.stderr.lines().count(), 1, "{:?}", run.stderr);
+        assert_eq!(run.stderr.matches("toolstream: ").count(), 1, "{:?}", run.stderr);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_failing_stage_reports_its_error_to_the_parent_without_the_binary_prefix() {
+    // The internal child mode: its report line carries the error, so the parent can say it once.
+    let run = common::toolstream(&["bench", "--child-stage", "floor", "--input", "/nonexistent/corpus.jsonl"], None);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    let v: serde_json::Value = serde_json::from_str(run.stdout.trim()).unwrap();
+    let error = v["error"].as_str().unwrap();
+    assert!(error.starts_with("cannot read /nonexistent/corpus.jsonl: "), "{error}");
 }

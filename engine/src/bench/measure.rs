@@ -138,6 +138,21 @@ pub fn run_stage(stage: Stage, input: &Path, scratch: &Path) -> Result<Measureme
     })
 }
 
+/// Check that `input` can be measured: a regular file this process can read (every stage reads
+/// it again, so a pipe or a directory cannot be).
+pub fn check_input(input: &Path) -> Result<(), MeasureError> {
+    let read_err = |e| MeasureError::Read(input.to_path_buf(), e);
+    let file = File::open(input).map_err(read_err)?;
+    let meta = file.metadata().map_err(read_err)?;
+    if meta.is_dir() {
+        return Err(read_err(std::io::Error::other("it is a directory")));
+    }
+    if !meta.is_file() {
+        return Err(read_err(std::io::Error::other("not a regular file (every stage reads it again)")));
+    }
+    Ok(())
+}
+
 fn open(input: &Path) -> Result<LineReader<File>, MeasureError> {
     let f = File::open(input).map_err(|e| MeasureError::Read(input.to_path_buf(), e))?;
     Ok(LineReader::new(f))
@@ -252,5 +267,15 @@ mod tests {
             assert_eq!(serde_json::to_value(stage).unwrap(), stage.name());
             assert_eq!(stage.to_possible_value().unwrap().get_name(), stage.name());
         }
+    }
+
+    #[test]
+    fn inputs_that_cannot_be_measured_are_refused_with_their_path() {
+        let missing = Path::new("/nonexistent/toolstream-bench-input.jsonl");
+        let e = check_input(missing).unwrap_err().to_string();
+        assert!(e.starts_with("cannot read /nonexistent/toolstream-bench-input.jsonl: "), "{e}");
+        let dir = std::env::temp_dir();
+        let e = check_input(&dir).unwrap_err().to_string();
+        assert_eq!(e, format!("cannot read {}: it is a directory", dir.display()));
     }
 }

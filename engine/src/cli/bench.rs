@@ -8,11 +8,12 @@ use std::process::Command;
 
 use anyhow::{bail, Context};
 use clap::Args;
+use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use super::ByteSize;
 use crate::bench::corpus::{self, CorpusSpec};
-use crate::bench::measure::{run_stage, Measurement, Stage};
+use crate::bench::measure::{self, run_stage, Measurement, Stage};
 use crate::bench::progress::Progress;
 
 #[derive(Debug, Args)]
@@ -58,6 +59,10 @@ pub fn run(args: BenchArgs) -> anyhow::Result<i32> {
     if let Some(stage) = args.child_stage {
         return run_child(stage, &args);
     }
+    // A missing or unreadable input is reported once, here, not by every child stage.
+    if let Some(input) = &args.input {
+        measure::check_input(input)?;
+    }
     let scratch = std::env::temp_dir().join(format!("toolstream-bench-{}", std::process::id()));
     std::fs::create_dir_all(&scratch).with_context(|| format!("creating {}", scratch.display()))?;
     let mut progress = Progress::stderr();
@@ -67,13 +72,24 @@ pub fn run(args: BenchArgs) -> anyhow::Result<i32> {
     result
 }
 
-/// Run one stage in this process and print its measurement as one JSON line (the parent reads it).
+/// What a child stage prints on stdout: its measurement, or why it failed.
+#[derive(Serialize, Deserialize)]
+#[serde(untagged)]
+enum ChildReport {
+    Measured(Measurement),
+    Failed { error: String },
+}
+
+/// Run one stage in this process and print its report as one JSON line (the parent reads it).
 fn run_child(stage: Stage, args: &BenchArgs) -> anyhow::Result<i32> {
     let input = args.input.as_deref().context("--child-stage needs --input")?;
     let scratch = args.scratch.clone().unwrap_or_else(std::env::temp_dir);
-    let m = run_stage(stage, input, &scratch)?;
-    println!("{}", serde_json::to_string(&m)?);
-    Ok(0)
+    let (report, code) = match run_stage(stage, input, &scratch) {
+        Ok(m) => (ChildReport::Measured(m), 0),
+        Err(e) => (ChildReport::Failed { error: e.to_string() }, 1),
+    };
+    println!("{}", serde_json::to_string(&report)?);
+    Ok(code)
 }
 
 fn measure_all(args: &BenchArgs, scratch: &Path, progress: &mut Progress<std::io::Stderr>) -> anyhow::Result<i32> {
@@ -117,11 +133,17 @@ fn measure_child(exe: &Path, stage: Stage, corpus: &Path, scratch: &Path) -> any
         .arg(scratch)
         .output()
         .with_context(|| format!("starting stage {}", stage.name()))?;
-    if !out.status.success() {
-        bail!("stage {} failed: {}", stage.label(), String::from_utf8_lossy(&out.stderr));
+    match serde_json::from_slice(out.stdout.trim_ascii()) {
+        Ok(ChildReport::Measured(m)) if out.status.success() => Ok(m),
+        Ok(ChildReport::Failed { error }) => bail!("stage {} failed: {error}", stage.name()),
+        // It died before it could report (a panic, a signal): what it said is all there is.
+        _ => bail!(
+            "stage {} failed ({}): {}",
+            stage.name(),
+            out.status,
+            String::from_utf8_lossy(out.stderr.trim_ascii())
+        ),
     }
-    serde_json::from_slice(out.stdout.trim_ascii())
-        .with_context(|| format!("stage {} printed no measurement", stage.label()))
 }
 
 fn generate_corpus(args: &BenchArgs, path: &Path, progress: &mut Progress<std::io::Stderr>) -> anyhow::Result<()> {

@@ -224,7 +224,7 @@ fn stats_and_config_into_a_closed_pipe_exit_0() {
 #[test]
 fn logs_carry_no_ansi_when_stderr_is_not_a_terminal() {
     // A trace file on a full disk fails for real; a failure before the end (events are then
-    // dropped) is logged at ERROR. Four replays of the demo trace ~23 KB, more than the trace's
+    // dropped) is logged at ERROR. Four replays of the demo trace ~26 KB, more than the trace's
     // 8 KiB write buffer holds, so the failure comes mid-run whatever the batching (one replay's
     // trace fits the buffer and fails only at the final flush, which is reported, not logged).
     if !Path::new("/dev/full").exists() {

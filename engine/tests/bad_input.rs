@@ -130,8 +130,8 @@ fn a_stream_cut_mid_run_closes_the_run_as_failed_with_its_open_calls() {
     let demo = std::fs::read_to_string(common::example("demo.jsonl")).unwrap();
     // Cut right after the `npm test` shell started.
     let cut: Vec<&str> =
-        demo.lines().take_while(|l| !l.contains(r#""subtype":"completed","call_id":"call-demo-shell-4"#)).collect();
-    assert!(cut.last().unwrap().contains("call-demo-shell-4"));
+        demo.lines().take_while(|l| !l.contains(r#""subtype":"completed","call_id":"call-demo-shell-5"#)).collect();
+    assert!(cut.last().unwrap().contains("call-demo-shell-5"));
     let input = format!("{}\n", cut.join("\n"));
     let (events, stats) = common::collect_bytes(input.as_bytes());
     assert_eq!(stats.runs, 1);
@@ -155,7 +155,7 @@ fn a_stream_cut_mid_run_closes_the_run_as_failed_with_its_open_calls() {
     let run = replay_stdin(input.as_bytes(), &[]);
     assert_eq!(run.code, 0);
     assert!(run.stdout.contains("✗ $ npm test -- --silent did not complete: SDK run failed\n"), "{}", run.stdout);
-    assert!(run.stdout.contains("✗ error: missing result\n── error · 3 cards, 1 incomplete ──"), "{}", run.stdout);
+    assert!(run.stdout.contains("✗ error: missing result\n── error · 4 cards, 1 incomplete ──"), "{}", run.stdout);
 }
 
 #[test]

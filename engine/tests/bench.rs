@@ -1,5 +1,7 @@
-//! `toolstream bench` on a small generated corpus: every stage runs and the JSON report carries
-//! the keys the performance issue names. (Throughput itself is measured, never asserted.)
+//! `toolstream bench` on a small generated corpus: every stage runs, the JSON report carries the
+//! keys the performance issue names, progress goes to stderr (one line per measured stage run
+//! when stderr is not a terminal) and never into the report; inputs that cannot be measured are
+//! refused once, with their path. (Throughput itself is measured, never asserted.)
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod common;
@@ -44,4 +46,47 @@ fn bench_reports_every_stage_as_json() {
     assert_eq!(names, ["floor", "decode", "cores", "e2e-null", "e2e-jsonl", "e2e-pi-session"]);
     assert!(stages.iter().all(|s| s["bytes"] == stages[0]["bytes"]));
     assert!(stages[0]["bytes"].as_u64().unwrap() >= 2_000_000);
+
+    // stdout is the report alone: the repeat note, the table header, one row per stage, the JSON.
+    let lines: Vec<&str> = run.stdout.lines().collect();
+    assert_eq!(lines.len(), 1 + 1 + 6 + 1, "{}", run.stdout);
+    assert!(lines[1].starts_with("stage "), "{}", run.stdout);
+    assert!(!run.stdout.contains("bench:"), "{}", run.stdout);
+
+    // stderr (a pipe here) has one plain progress line per measured stage run, in the order run.
+    let progress: Vec<&str> = run.stderr.lines().filter(|l| l.contains(" … ")).collect();
+    let expected: Vec<String> =
+        (1..=2).flat_map(|round| names.iter().map(move |name| format!("bench: {name} {round}/2 … "))).collect();
+    assert_eq!(progress.len(), expected.len(), "{}", run.stderr);
+    for (line, prefix) in progress.iter().zip(&expected) {
+        assert!(line.starts_with(prefix.as_str()) && line.contains(" MB/s"), "{line:?} vs {prefix:?}");
+    }
+    assert!(run.stderr.starts_with("bench: generating a 2M corpus"), "{}", run.stderr);
+    assert!(!run.stderr.contains('\x1b') && !run.stderr.contains('\r'), "no bar on a pipe: {:?}", run.stderr);
+}
+
+#[test]
+fn an_input_that_cannot_be_read_is_reported_once_with_its_path() {
+    let dir = common::tempdir();
+    let missing = dir.join("no-such-corpus.jsonl");
+    for (input, why) in [(missing.as_path(), "No such file or directory"), (dir.as_path(), "it is a directory")] {
+        let run = common::toolstream(&["bench", "--input", input.to_str().unwrap(), "--repeat", "1"], None);
+        assert_eq!(run.code, 2, "{}", run.stderr);
+        assert_eq!(run.stdout, "");
+        let expected = format!("toolstream: cannot read {}: {why}", input.display());
+        assert!(run.stderr.starts_with(&expected), "{:?}", run.stderr);
+        assert_eq!(run.stderr.lines().count(), 1, "{:?}", run.stderr);
+        assert_eq!(run.stderr.matches("toolstream: ").count(), 1, "{:?}", run.stderr);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_failing_stage_reports_its_error_to_the_parent_without_the_binary_prefix() {
+    // The internal child mode: its report line carries the error, so the parent can say it once.
+    let run = common::toolstream(&["bench", "--child-stage", "floor", "--input", "/nonexistent/corpus.jsonl"], None);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    let v: serde_json::Value = serde_json::from_str(run.stdout.trim()).unwrap();
+    let error = v["error"].as_str().unwrap();
+    assert!(error.starts_with("cannot read /nonexistent/corpus.jsonl: "), "{error}");
 }

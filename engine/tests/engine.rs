@@ -53,6 +53,39 @@ fn replaying_a_capture_twice_gives_identical_cards_and_traces() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// The first event time recorded in a stream (`timestamp_ms` of a CLI line, `at_ms` of an SDK
+/// record).
+fn first_recorded_time(input: &std::path::Path) -> u64 {
+    let text = std::fs::read_to_string(input).unwrap();
+    text.lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .find_map(|v| v["timestamp_ms"].as_u64().or(v["at_ms"].as_u64()))
+        .unwrap()
+}
+
+#[test]
+fn every_trace_line_has_event_time_even_before_the_first_recorded_one() {
+    // A CLI run opens on `system/init` and `user` lines, which carry no time: the trace still
+    // dates its opening with event time (its run's first known time), never 0.
+    let dir = common::tempdir();
+    for input in common::captures_and_examples() {
+        let trace = dir.join("t.jsonl");
+        replay_with_trace(&input, &trace, "2");
+        let first = first_recorded_time(&input);
+        let text = std::fs::read_to_string(&trace).unwrap();
+        assert!(text.lines().count() > 1, "{}", input.display());
+        for line in text.lines() {
+            let v: Value = serde_json::from_str(line).unwrap();
+            if v["type"] == "artifact_truncated" {
+                continue;
+            }
+            let ts = v["ts"].as_u64().unwrap();
+            assert!(ts >= first, "{}: ts {ts} before the first recorded time {first}: {line}", input.display());
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[test]
 fn traces_hash_call_ids_and_follow_the_run() {
     let Some(dir) = common::cli_fixtures() else { return };

@@ -95,6 +95,42 @@ fn demo_collapsed_and_expanded() {
     assert!(out.contains("-12   return Math.round(cents * rate) / 100;"));
 }
 
+/// The count in a collapsed card's "… (N more lines; --expanded shows them)" or "... (N more diff
+/// lines hidden)" line.
+fn hidden_count(line: &str) -> Option<usize> {
+    let t = line.trim_start();
+    let rest = t.strip_prefix("… (").or_else(|| t.strip_prefix("... ("))?;
+    let (n, tail) = rest.split_once(' ')?;
+    (tail == "more lines; --expanded shows them)" || tail == "more diff lines hidden)").then(|| n.parse().ok())?
+}
+
+#[test]
+fn expanded_shows_what_the_collapsed_view_hides_on_both_examples() {
+    for name in ["demo.jsonl", "sdk-demo.jsonl"] {
+        let path = common::example(name);
+        let collapsed = replay(&path, &[]);
+        let expanded = replay(&path, &["--expanded"]);
+        assert_ne!(collapsed, expanded, "{name}: --expanded shows nothing more");
+        let markers: Vec<&str> = collapsed.lines().filter(|l| hidden_count(l).is_some()).collect();
+        assert!(markers.iter().any(|l| l.contains("--expanded shows them")), "{name}: no long body\n{collapsed}");
+        assert!(markers.iter().any(|l| l.contains("more diff lines hidden")), "{name}: no long diff\n{collapsed}");
+        // The expanded view is the collapsed one with each marker replaced by exactly the lines
+        // it counts.
+        let mut full = expanded.lines();
+        for line in collapsed.lines() {
+            match hidden_count(line) {
+                Some(n) => {
+                    let shown: Vec<&str> = full.by_ref().take(n).collect();
+                    assert_eq!(shown.len(), n, "{name}: {line}");
+                    assert!(shown.iter().all(|l| hidden_count(l).is_none()), "{name}: {shown:?}");
+                }
+                None => assert_eq!(full.next(), Some(line), "{name}: expanded differs outside the hidden lines"),
+            }
+        }
+        assert_eq!(full.next(), None, "{name}: expanded has more than the collapsed view hides");
+    }
+}
+
 #[test]
 fn color_always_colours_and_never_does_not() {
     let demo = common::example("demo.jsonl");
@@ -102,7 +138,7 @@ fn color_always_colours_and_never_does_not() {
     assert!(!plain.contains('\x1b'));
     let run = common::toolstream(&["replay", "--color", "always", demo.to_str().unwrap()], None);
     assert!(run.stdout.contains("\x1b[31m"), "error colour");
-    assert!(run.stdout.contains("\x1b[32m+12"), "added diff line colour");
+    assert!(run.stdout.contains("\x1b[32m+13"), "added diff line colour");
     // Stripping the escapes gives the plain output back.
     let stripped = strip_ansi(&run.stdout);
     assert_eq!(stripped, plain);

@@ -300,9 +300,9 @@ fn demo_run_has_its_calls_and_ends_with_stop() {
     let d = drive(&mut p, false);
     let calls: Vec<&Value> = d.messages.iter().filter(|m| m["role"] == "toolResult").collect();
     let names: Vec<&str> = calls.iter().map(|m| m["toolName"].as_str().unwrap()).collect();
-    assert_eq!(names, ["find", "grep", "cursor", "bash", "cursor", "cursor"]);
+    assert_eq!(names, ["find", "grep", "read", "cursor", "bash", "cursor", "cursor"]);
     // The failing test run is an error card; the grep result is what Cursor recorded.
-    assert_eq!(calls[3]["isError"], true);
+    assert_eq!(calls[4]["isError"], true);
     assert!(calls[1]["content"][0]["text"].as_str().unwrap().contains("Math.round(cents * rate)"));
     assert_eq!(d.messages.last().unwrap()["stopReason"], "stop");
     assert_eq!(d.code, 0);

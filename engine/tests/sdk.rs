@@ -18,7 +18,7 @@ fn sdk_recording_replays_as_cards() {
     // taken from the start.
     assert_eq!(out.matches("● read src/routes/users.ts").count(), 1, "{out}");
     assert!(out.contains("✗ Cursor web search express 5 async handler 404\n    web search is rate limited"));
-    assert!(out.contains("+5   if (!user) return res.status(404)"));
+    assert!(out.contains("+17   if (!user) {"));
 }
 
 #[test]

@@ -295,7 +295,9 @@ pub struct CallRef {
 #[derive(Clone, Debug, Serialize)]
 pub struct OutputEvent {
     pub run: Arc<RunId>,
-    /// Event time at which it was produced.
+    /// Event time at which it was produced; 0 while its run has no known time yet (a Cursor CLI
+    /// run opens on lines without `timestamp_ms`). Sinks that write times date such events at
+    /// their run's first known time.
     pub at_ms: u64,
     #[serde(flatten)]
     pub kind: Output,

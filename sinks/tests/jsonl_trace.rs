@@ -579,3 +579,49 @@ fn write_errors_are_reported_as_jsonl_io() {
     // Only counted events: nothing to write, no error.
     sink.write(&[ev(&run(1), 2, Output::Text { turn: 1, delta: "x".into() })]).unwrap();
 }
+
+fn opened(r: &Arc<RunId>, at_ms: u64) -> OutputEvent {
+    ev(r, at_ms, Output::RunOpened { cwd: None, model: Some("Auto".into()), prompt: None })
+}
+
+#[test]
+fn a_run_opened_before_its_first_time_is_dated_at_that_time_in_order_in_any_batches() {
+    // Cursor CLI `system/init` and `user` lines carry no time: the engine opens the run at 0.
+    let (a, b) = (run(1), run(2));
+    let events = vec![
+        opened(&a, 0),
+        shell_line(&b, 500),
+        // A text delta makes no line, but it is the first time run a tells.
+        ev(&a, 40, Output::Text { turn: 0, delta: "x".into() }),
+        ev(&a, 60, Output::MessageStarted { turn: 0 }),
+    ];
+    let bytes = trace(&events);
+    let lines = parse(&bytes);
+    let got: Vec<(u64, &str)> =
+        lines.iter().map(|l| (l["ts"].as_u64().unwrap(), l["phase"].as_str().unwrap())).collect();
+    assert_eq!(got, [(40, "run_opened"), (500, "shell_progress"), (60, "message_started")]);
+    // Batching never changes the bytes.
+    for size in 1..events.len() {
+        let mut sink = JsonlTraceSink::new(Vec::new(), DEFAULT_LIMIT_BYTES);
+        for chunk in events.chunks(size) {
+            sink.write(chunk).unwrap();
+        }
+        sink.checkpoint().unwrap();
+        assert_eq!(sink.into_inner(), bytes, "batches of {size}");
+    }
+}
+
+#[test]
+fn a_line_still_waiting_for_a_time_is_written_at_a_checkpoint_with_the_latest_time() {
+    let path = std::env::temp_dir().join(format!("toolstream-jsonl-trace-wait-{}.jsonl", std::process::id()));
+    let mut sink = JsonlTraceSink::create(&path).unwrap();
+    sink.write(&[shell_line(&run(1), 30), opened(&run(2), 0)]).unwrap();
+    sink.flush().unwrap();
+    // Flushing writes what is known; the opening still waits for its run's time.
+    assert_eq!(parse(&std::fs::read(&path).unwrap()).len(), 1);
+    sink.checkpoint().unwrap();
+    let lines = parse(&std::fs::read(&path).unwrap());
+    std::fs::remove_file(&path).unwrap();
+    assert_eq!(lines.len(), 2);
+    assert_eq!((lines[1]["phase"].as_str(), lines[1]["ts"].as_u64()), (Some("run_opened"), Some(30)));
+}

@@ -46,6 +46,18 @@ impl Stage {
         [Stage::Floor, Stage::Decode, Stage::Cores, Stage::E2eNull, Stage::E2eJsonl, Stage::E2ePiSession]
     }
 
+    /// Its name in `--stage`, the JSON report and progress lines (as serde and clap spell it).
+    pub fn name(self) -> &'static str {
+        match self {
+            Stage::Floor => "floor",
+            Stage::Decode => "decode",
+            Stage::Cores => "cores",
+            Stage::E2eNull => "e2e-null",
+            Stage::E2eJsonl => "e2e-jsonl",
+            Stage::E2ePiSession => "e2e-pi-session",
+        }
+    }
+
     pub fn label(self) -> &'static str {
         match self {
             Stage::Floor => "floor (split + envelope parse)",
@@ -124,6 +136,21 @@ pub fn run_stage(stage: Stage, input: &Path, scratch: &Path) -> Result<Measureme
         seconds: started.elapsed().as_secs_f64(),
         peak_rss_kib: peak_rss_kib().unwrap_or(0),
     })
+}
+
+/// Check that `input` can be measured: a regular file this process can read (every stage reads
+/// it again, so a pipe or a directory cannot be).
+pub fn check_input(input: &Path) -> Result<(), MeasureError> {
+    let read_err = |e| MeasureError::Read(input.to_path_buf(), e);
+    let file = File::open(input).map_err(read_err)?;
+    let meta = file.metadata().map_err(read_err)?;
+    if meta.is_dir() {
+        return Err(read_err(std::io::Error::other("it is a directory")));
+    }
+    if !meta.is_file() {
+        return Err(read_err(std::io::Error::other("not a regular file (every stage reads it again)")));
+    }
+    Ok(())
 }
 
 fn open(input: &Path) -> Result<LineReader<File>, MeasureError> {
@@ -227,4 +254,28 @@ pub fn peak_rss_kib() -> Option<u64> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
     let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
     line.split_whitespace().nth(1)?.parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::ValueEnum;
+
+    #[test]
+    fn stage_names_are_the_serde_and_clap_names() {
+        for stage in Stage::all() {
+            assert_eq!(serde_json::to_value(stage).unwrap(), stage.name());
+            assert_eq!(stage.to_possible_value().unwrap().get_name(), stage.name());
+        }
+    }
+
+    #[test]
+    fn inputs_that_cannot_be_measured_are_refused_with_their_path() {
+        let missing = Path::new("/nonexistent/toolstream-bench-input.jsonl");
+        let e = check_input(missing).unwrap_err().to_string();
+        assert!(e.starts_with("cannot read /nonexistent/toolstream-bench-input.jsonl: "), "{e}");
+        let dir = std::env::temp_dir();
+        let e = check_input(&dir).unwrap_err().to_string();
+        assert_eq!(e, format!("cannot read {}: it is a directory", dir.display()));
+    }
 }

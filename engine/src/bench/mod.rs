@@ -1,5 +1,6 @@
-//! Benchmarking support: the recorded-corpus generator, and the measurements `toolstream bench`
-//! takes side by side on the same bytes.
+//! Benchmarking support: the recorded-corpus generator, the measurements `toolstream bench`
+//! takes side by side on the same bytes, and the progress it shows on stderr meanwhile.
 
 pub mod corpus;
 pub mod measure;
+pub mod progress;

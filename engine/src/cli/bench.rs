@@ -2,17 +2,19 @@
 //! on the same bytes in one run, each in its own child process, and report MB/s, events/s, each
 //! stage's ratio to the parse floor, and peak RSS. `--json` ends with one JSON object.
 
-use std::io::{BufWriter, IsTerminal, Write};
+use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use anyhow::{bail, Context};
 use clap::Args;
+use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use super::ByteSize;
 use crate::bench::corpus::{self, CorpusSpec};
-use crate::bench::measure::{run_stage, Measurement, Stage};
+use crate::bench::measure::{self, run_stage, Measurement, Stage};
+use crate::bench::progress::Progress;
 
 #[derive(Debug, Args)]
 pub struct BenchArgs {
@@ -55,41 +57,66 @@ pub struct BenchArgs {
 
 pub fn run(args: BenchArgs) -> anyhow::Result<i32> {
     if let Some(stage) = args.child_stage {
-        let input = args.input.as_deref().context("--child-stage needs --input")?;
-        let scratch = args.scratch.clone().unwrap_or_else(std::env::temp_dir);
-        let m = run_stage(stage, input, &scratch)?;
-        println!("{}", serde_json::to_string(&m)?);
-        return Ok(0);
+        return run_child(stage, &args);
+    }
+    // A missing or unreadable input is reported once, here, not by every child stage.
+    if let Some(input) = &args.input {
+        measure::check_input(input)?;
     }
     let scratch = std::env::temp_dir().join(format!("toolstream-bench-{}", std::process::id()));
-    std::fs::create_dir_all(&scratch)?;
-    let result = measure_all(&args, &scratch);
+    std::fs::create_dir_all(&scratch).with_context(|| format!("creating {}", scratch.display()))?;
+    let mut progress = Progress::stderr();
+    let result = measure_all(&args, &scratch, &mut progress);
+    progress.finish();
     let _ = std::fs::remove_dir_all(&scratch);
     result
 }
 
-fn measure_all(args: &BenchArgs, scratch: &Path) -> anyhow::Result<i32> {
+/// What a child stage prints on stdout: its measurement, or why it failed.
+#[derive(Serialize, Deserialize)]
+#[serde(untagged)]
+enum ChildReport {
+    Measured(Measurement),
+    Failed { error: String },
+}
+
+/// Run one stage in this process and print its report as one JSON line (the parent reads it).
+fn run_child(stage: Stage, args: &BenchArgs) -> anyhow::Result<i32> {
+    let input = args.input.as_deref().context("--child-stage needs --input")?;
+    let scratch = args.scratch.clone().unwrap_or_else(std::env::temp_dir);
+    let (report, code) = match run_stage(stage, input, &scratch) {
+        Ok(m) => (ChildReport::Measured(m), 0),
+        Err(e) => (ChildReport::Failed { error: e.to_string() }, 1),
+    };
+    println!("{}", serde_json::to_string(&report)?);
+    Ok(code)
+}
+
+fn measure_all(args: &BenchArgs, scratch: &Path, progress: &mut Progress<std::io::Stderr>) -> anyhow::Result<i32> {
     let corpus_path = match &args.input {
         Some(p) => p.clone(),
         None => {
             let path = args.keep_corpus.clone().unwrap_or_else(|| scratch.join("corpus.jsonl"));
-            generate_corpus(args, &path)?;
+            generate_corpus(args, &path, progress)?;
             path
         }
     };
     let stages: Vec<Stage> = if args.stages.is_empty() { Stage::all().to_vec() } else { args.stages.clone() };
     let exe = std::env::current_exe()?;
     let mut results: Vec<Measurement> = Vec::new();
+    progress.start_measuring(args.repeat.saturating_mul(u32::try_from(stages.len()).unwrap_or(u32::MAX)));
     for round in 1..=args.repeat {
         for (i, &stage) in stages.iter().enumerate() {
-            progress(&format!("measuring {} (run {round} of {})…", stage.label(), args.repeat));
+            progress.measuring(stage, round, args.repeat);
             let m = measure_child(&exe, stage, &corpus_path, scratch)?;
+            progress.measured(&m, round, args.repeat);
             match results.get_mut(i) {
                 Some(best) => best.merge(&m),
                 None => results.push(m),
             }
         }
     }
+    progress.finish();
     print_report(&results, args.repeat, args.json);
     Ok(0)
 }
@@ -99,31 +126,27 @@ fn measure_child(exe: &Path, stage: Stage, corpus: &Path, scratch: &Path) -> any
     let out = Command::new(exe)
         .arg("bench")
         .arg("--child-stage")
-        .arg(stage_arg(stage))
+        .arg(stage.name())
         .arg("--input")
         .arg(corpus)
         .arg("--scratch")
         .arg(scratch)
-        .output()?;
-    if !out.status.success() {
-        bail!("stage {} failed: {}", stage.label(), String::from_utf8_lossy(&out.stderr));
-    }
-    serde_json::from_slice(out.stdout.trim_ascii())
-        .with_context(|| format!("stage {} printed no measurement", stage.label()))
-}
-
-fn stage_arg(stage: Stage) -> &'static str {
-    match stage {
-        Stage::Floor => "floor",
-        Stage::Decode => "decode",
-        Stage::Cores => "cores",
-        Stage::E2eNull => "e2e-null",
-        Stage::E2eJsonl => "e2e-jsonl",
-        Stage::E2ePiSession => "e2e-pi-session",
+        .output()
+        .with_context(|| format!("starting stage {}", stage.name()))?;
+    match serde_json::from_slice(out.stdout.trim_ascii()) {
+        Ok(ChildReport::Measured(m)) if out.status.success() => Ok(m),
+        Ok(ChildReport::Failed { error }) => bail!("stage {} failed: {error}", stage.name()),
+        // It died before it could report (a panic, a signal): what it said is all there is.
+        _ => bail!(
+            "stage {} failed ({}): {}",
+            stage.name(),
+            out.status,
+            String::from_utf8_lossy(out.stderr.trim_ascii())
+        ),
     }
 }
 
-fn generate_corpus(args: &BenchArgs, path: &Path) -> anyhow::Result<()> {
+fn generate_corpus(args: &BenchArgs, path: &Path, progress: &mut Progress<std::io::Stderr>) -> anyhow::Result<()> {
     let dir = match &args.templates {
         Some(d) => d.clone(),
         None => {
@@ -139,7 +162,7 @@ fn generate_corpus(args: &BenchArgs, path: &Path) -> anyhow::Result<()> {
     if templates.is_empty() {
         bail!("no recorded stream-json runs in {}", dir.display());
     }
-    progress(&format!(
+    progress.note(&format!(
         "generating a {} corpus from {} recorded runs ({} KiB) in {}, {} concurrent sessions, seed {}…",
         args.size,
         templates.len(),
@@ -149,11 +172,18 @@ fn generate_corpus(args: &BenchArgs, path: &Path) -> anyhow::Result<()> {
         args.seed
     ));
     let file = std::fs::File::create(path).with_context(|| format!("creating {}", path.display()))?;
-    let mut out = BufWriter::with_capacity(1 << 20, file);
-    let spec = CorpusSpec { target_bytes: args.size.0, concurrency: args.sessions, seed: args.seed };
-    let stats = corpus::generate(&templates, &spec, &mut out)?;
-    out.flush()?;
-    progress(&format!(
+    let target = args.size.0;
+    let mut out = Counting {
+        inner: BufWriter::with_capacity(1 << 20, file),
+        written: 0,
+        reported: 0,
+        on_progress: |written| progress.generating(written, target),
+    };
+    let spec = CorpusSpec { target_bytes: target, concurrency: args.sessions, seed: args.seed };
+    let stats = corpus::generate(&templates, &spec, &mut out).with_context(|| format!("writing {}", path.display()))?;
+    out.flush().with_context(|| format!("writing {}", path.display()))?;
+    drop(out);
+    progress.note(&format!(
         "corpus: {} MB, {} lines, {} runs, {} calls",
         stats.bytes / 1_000_000,
         stats.lines,
@@ -163,9 +193,31 @@ fn generate_corpus(args: &BenchArgs, path: &Path) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn progress(msg: &str) {
-    if std::io::stderr().is_terminal() || std::env::var_os("TOOLSTREAM_BENCH_PROGRESS").is_some() {
-        eprintln!("toolstream bench: {msg}");
+/// A writer that reports the bytes written so far, every [`Counting::STEP`] bytes.
+struct Counting<W: Write, F: FnMut(u64)> {
+    inner: W,
+    written: u64,
+    reported: u64,
+    on_progress: F,
+}
+
+impl<W: Write, F: FnMut(u64)> Counting<W, F> {
+    const STEP: u64 = 1 << 20;
+}
+
+impl<W: Write, F: FnMut(u64)> Write for Counting<W, F> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let n = self.inner.write(buf)?;
+        self.written += n as u64;
+        if self.written >= self.reported + Self::STEP {
+            self.reported = self.written;
+            (self.on_progress)(self.written);
+        }
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.inner.flush()
     }
 }
 

@@ -2,7 +2,10 @@
 //! object per line `{ts, run, phase, …allowlisted fields}`, the diagnostic field allowlist, the
 //! 4,000-char string bound and the per-file size cap with its single `artifact_truncated` marker
 //! (SPEC §8). Assistant text and thinking never enter the trace (only their counts do), call ids
-//! appear only as hashes, and every time is event time, so replays give byte-identical traces.
+//! appear only as hashes, and every time is event time, so replays give byte-identical traces
+//! (a line whose event has no time yet waits for one: [`untimed`]).
+
+mod untimed;
 
 use std::borrow::Cow;
 use std::fs::File;
@@ -153,6 +156,8 @@ pub struct JsonlTraceSink<W: Write + Send> {
     labels: HashMap<Arc<RunId>, String>,
     /// The current batch's lines, written to `out` in one call.
     pending: Vec<u8>,
+    /// Lines waiting for their event time.
+    untimed: untimed::Untimed,
 }
 
 impl JsonlTraceSink<BufWriter<File>> {
@@ -183,6 +188,7 @@ impl<W: Write + Send> JsonlTraceSink<W> {
             runs: HashMap::default(),
             labels: HashMap::default(),
             pending: Vec::new(),
+            untimed: untimed::Untimed::default(),
         }
     }
 
@@ -201,8 +207,10 @@ impl<W: Write + Send> JsonlTraceSink<W> {
         self.written
     }
 
-    /// The writer back (tests read the buffer). Lines of an accepted batch are already in it.
-    pub fn into_inner(self) -> W {
+    /// The writer back (tests read the buffer). Lines of an accepted batch are already in it;
+    /// lines still waiting for a time are written first, as at a checkpoint.
+    pub fn into_inner(mut self) -> W {
+        let _ = self.write_waiting();
         self.out
     }
 
@@ -218,31 +226,77 @@ impl<W: Write + Send> JsonlTraceSink<W> {
             }
             return Ok(());
         }
-        let Some((phase, fields)) = self.map_event(ev) else {
-            return Ok(());
-        };
-        if !self.labels.contains_key(&ev.run) {
-            if self.labels.len() >= MAX_LABELS {
-                self.labels.clear();
+        // Every event tells its run's time, lines or not (a text delta may be the first to).
+        self.untimed.learn(ev);
+        if let Some((phase, fields)) = self.map_event(ev) {
+            if !self.labels.contains_key(&ev.run) {
+                if self.labels.len() >= MAX_LABELS {
+                    self.labels.clear();
+                }
+                self.labels.insert(ev.run.clone(), run_label(&ev.run));
             }
-            self.labels.insert(ev.run.clone(), run_label(&ev.run));
+            let label = self.labels.get(&ev.run).map_or("", String::as_str);
+            if ev.at_ms != 0 && self.untimed.is_empty() {
+                // Encoded straight into the batch, taken back if it does not fit.
+                let start = self.pending.len();
+                let encoded = encode_ts(&mut self.pending, ev.at_ms)
+                    .and_then(|()| encode_body(&mut self.pending, label, &phase, fields));
+                if let Err(e) = encoded {
+                    self.pending.truncate(start);
+                    return Err(e);
+                }
+                let len = (self.pending.len() - start) as u64;
+                if !self.accept(len) {
+                    self.pending.truncate(start);
+                    self.stop_at_cap();
+                }
+            } else {
+                let mut body = Vec::new();
+                encode_body(&mut body, label, &phase, fields)?;
+                self.untimed.hold(ev, body);
+            }
+            if matches!(ev.kind, Output::RunClosed { .. }) {
+                self.labels.remove(&ev.run);
+            }
         }
-        let label = self.labels.get(&ev.run).map_or("", String::as_str);
-        // Encoded straight into the batch, taken back if it does not fit.
-        let start = self.pending.len();
-        if let Err(e) = encode_line(&mut self.pending, ev.at_ms, label, &phase, fields) {
-            self.pending.truncate(start);
-            return Err(e);
-        }
-        let len = (self.pending.len() - start) as u64;
-        if matches!(ev.kind, Output::RunClosed { .. }) {
-            self.labels.remove(&ev.run);
-        }
-        if !self.accept(len) {
-            self.pending.truncate(start);
-            self.stop_at_cap();
+        self.release()
+    }
+
+    /// Move the waiting lines whose time is now known (in order) into `pending`.
+    fn release(&mut self) -> io::Result<()> {
+        while !self.truncated {
+            let Some((ts, body)) = self.untimed.pop_ready() else { break };
+            let start = self.pending.len();
+            if let Err(e) = encode_ts(&mut self.pending, ts) {
+                self.pending.truncate(start);
+                return Err(e);
+            }
+            self.pending.extend_from_slice(&body);
+            let len = (self.pending.len() - start) as u64;
+            if !self.accept(len) {
+                self.pending.truncate(start);
+                self.stop_at_cap();
+            }
         }
         Ok(())
+    }
+
+    /// Write every line still waiting, with the latest time seen (a checkpoint: the file must
+    /// be complete as it stands).
+    fn write_waiting(&mut self) -> io::Result<()> {
+        self.untimed.resolve_all();
+        self.release()?;
+        self.write_pending()
+    }
+
+    /// Hand the batch's lines to the writer.
+    fn write_pending(&mut self) -> io::Result<()> {
+        if self.pending.is_empty() {
+            return Ok(());
+        }
+        let res = self.out.write_all(&self.pending);
+        self.pending.clear();
+        res
     }
 
     /// Whether a line of `len` bytes leaves room for the marker (it is then counted as written).
@@ -262,6 +316,7 @@ impl<W: Write + Send> JsonlTraceSink<W> {
         self.suppressed += 1;
         self.runs.clear();
         self.labels.clear();
+        self.untimed.clear();
         if self.written.saturating_add(marker_len) <= self.limit {
             self.pending.extend_from_slice(&self.marker);
             self.written += marker_len;
@@ -329,16 +384,17 @@ impl<W: Write + Send> Sink for JsonlTraceSink<W> {
         for ev in batch {
             self.trace(ev).map_err(Self::io)?;
         }
-        if self.pending.is_empty() {
-            return Ok(());
-        }
-        let res = self.out.write_all(&self.pending);
-        self.pending.clear();
-        res.map_err(Self::io)
+        self.write_pending().map_err(Self::io)
     }
 
+    /// Flushes what was written; lines still waiting for their time stay waiting.
     fn flush(&mut self) -> Result<(), SinkError> {
         self.out.flush().map_err(Self::io)
+    }
+
+    fn checkpoint(&mut self) -> Result<(), SinkError> {
+        self.write_waiting().map_err(Self::io)?;
+        self.flush()
     }
 }
 
@@ -489,10 +545,15 @@ fn bound_str(s: &str) -> Cow<'_, str> {
     }
 }
 
-/// Encode `{"ts":…,"run":…,"phase":…,<fields>}\n` into `out`, every string bounded.
-fn encode_line(out: &mut Vec<u8>, ts: u64, run: &str, phase: &str, fields: Fields) -> io::Result<()> {
+/// Encode the start of a line, `{"ts":…`, into `out`.
+fn encode_ts(out: &mut Vec<u8>, ts: u64) -> io::Result<()> {
     out.extend_from_slice(b"{\"ts\":");
     serde_json::to_writer(&mut *out, &ts)?;
+    Ok(())
+}
+
+/// Encode the rest of a line, `,"run":…,"phase":…,<fields>}\n`, into `out`, every string bounded.
+fn encode_body(out: &mut Vec<u8>, run: &str, phase: &str, fields: Fields) -> io::Result<()> {
     out.extend_from_slice(b",\"run\":");
     serde_json::to_writer(&mut *out, run)?;
     out.extend_from_slice(b",\"phase\":");

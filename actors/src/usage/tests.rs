@@ -54,6 +54,7 @@ fn card(content: &str) -> Output {
         headline: "read a".into(),
         args: serde_json::json!({"path": "a"}),
         content: content.into(),
+        result_text: content.into(),
         preview: vec![],
         preview_hidden: 0,
         diff: vec![],

@@ -9,8 +9,8 @@ use toolstream_schemas::{
 };
 
 use super::bodies::{render_known, render_unknown, summary_from_args, transcript_header, Outcome, RenderCtx, Rendered};
-use super::bounds::{bound_transcript, display_line, preview, relative_path, DISPLAY_LINE_CHARS};
-use super::diff::{diff_preview, parse_unified, DiffLine, DiffLineKind, DIFF_PREVIEW_COLLAPSED};
+use super::bounds::{bound_transcript, display_line, preview, relative_path, DISPLAY_LINE_CHARS, TRANSCRIPT_MAX_CHARS};
+use super::diff::{diff_preview, format_diff_line, parse_unified, DiffLine, DiffLineKind, DIFF_PREVIEW_COLLAPSED};
 use super::display_args::{display_args, incomplete_args, DisplayInput};
 use super::scrub::Scrubber;
 use toolstream_schemas::ids::call_ref;
@@ -201,9 +201,18 @@ fn assemble(
         "status": status,
     });
     if let (Some(d), Some(obj)) = (scrubbed_diff.as_deref(), details.as_object_mut()) {
-        // pi's edit renderer colours `details.diff`.
-        let diff = if body_is_diff { content.clone() } else { bound_transcript(d).into_owned() };
-        obj.insert("diff".into(), diff.into());
+        // pi's diff renderer (its native edit card, and the replay `cursor` card) colours
+        // `details.diff` in pi's own form: numbered `+N`/`-N`/` N` lines, no unified headers.
+        let numbered: Vec<String> = parse_unified(d).iter().map(format_diff_line).collect();
+        obj.insert("diff".into(), bound_transcript(&numbered.join("\n")).into_owned().into());
+    }
+    if let (Some(h), Some(obj)) = (r.header.as_deref(), details.as_object_mut()) {
+        // The result text starts with it; the replay renderers show the rest.
+        obj.insert("header".into(), display_line(&sc.scrub(h), TRANSCRIPT_MAX_CHARS).into());
+    }
+    if let (Some(ToolKind::Write), false, Some(obj)) = (tool.kind(), r.is_error, details.as_object_mut()) {
+        // A write's preview (highlighted by language in pi) is its recorded content.
+        obj.insert("content".into(), content.clone().into());
     }
     if let (Some(ToolKind::Edit | ToolKind::Write), Some(obj)) = (tool.kind(), details.as_object_mut()) {
         // The replay renderers infer a preview's language from it.

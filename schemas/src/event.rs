@@ -408,7 +408,9 @@ pub struct Card {
     pub summary: String,
     /// The card's title line for terminals: `$ npm test`, `read src/a.rs`, `Cursor MCP search`.
     pub headline: String,
-    /// Replay arguments (recorded args plus `activityTitle`/`activitySummary` for neutral cards).
+    /// Display arguments of the pi tool call (SPEC §4): fitted to `pi_tool`'s schema, paths
+    /// relative to the cwd; neutral cards carry `activityTitle`/`activitySummary` and the few
+    /// fields their tool displays. Never the raw recorded args.
     pub args: serde_json::Value,
     /// The full body text (transcript-bounded): what the terminal shows expanded.
     pub content: String,

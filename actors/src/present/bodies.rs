@@ -421,7 +421,7 @@ pub fn render_unknown(name: &str, args: Option<&serde_json::Value>, result: Opti
 /// Most scalar args in an unknown tool's summary (SPEC §4).
 const SUMMARY_MAX_ARGS: usize = 3;
 
-/// `k=v, k=v`: up to three scalar (string, number, boolean) args, in recorded order.
+/// `k=v, k=v`: up to three scalar (string, number, boolean) args, in key order.
 fn scalar_args_summary(args: &serde_json::Value) -> String {
     let Some(obj) = args.as_object() else {
         return String::new();

@@ -57,7 +57,7 @@ impl ShardConfig {
     }
 
     pub fn usage(&self) -> UsageCore {
-        UsageCore::new(self.usage)
+        UsageCore::new(self.usage.clone())
     }
 }
 

@@ -21,7 +21,7 @@ use toolstream_actors::shard::ShardCore;
 use toolstream_schemas::ids::call_ref;
 use toolstream_schemas::{
     IncompleteReason, Input, InputEvent, Output, OutputEvent, ResultStatus, RunEnd, RunStart, RunStatus, SegmentKind,
-    ShellStream, SourcePos, TokenUsage, Tool, ToolEvent, ToolKind, ToolResult,
+    ShellStream, SourcePos, StopReason, TokenUsage, Tool, ToolEvent, ToolKind, ToolResult,
 };
 
 // ------------------------------------------------------------------------------------------------
@@ -741,7 +741,8 @@ fn check_one_record_per_call(sc: &Scenario, steps: &[Step], o: &Outcome) -> Resu
         let reason = match (script.end, sc.cancel) {
             (Some((_, RunStatus::Finished, _)), _) => IncompleteReason::NoCompletionAtRunEnd,
             (Some((_, RunStatus::Cancelled, _)), _) | (None, true) => IncompleteReason::Abort,
-            (Some((_, RunStatus::Error, _)), _) | (None, false) => IncompleteReason::SdkFailure,
+            (Some((_, RunStatus::Error, _)), _) => IncompleteReason::SdkFailure,
+            (None, false) => IncompleteReason::StreamEnded,
         };
         let mut starts: Vec<(String, T)> = Vec::new();
         let mut completed: HashSet<String> = HashSet::new();
@@ -784,7 +785,18 @@ fn check_one_record_per_call(sc: &Scenario, steps: &[Step], o: &Outcome) -> Resu
                     && matches!(tool, T::Read | T::Grep)
                     && !text.trim().is_empty());
                 prop_assert_eq!(rec.visible, visible, "{}", what);
-                prop_assert_eq!(inc_cards, usize::from(visible), "{} incomplete card iff visible", what);
+                // SPEC §5.3: an error card only for a failed run, a stream that ended, or a run that
+                // finished without text; otherwise (cancelled, or finished with text) a thinking line.
+                let card = match reason {
+                    IncompleteReason::SdkFailure | IncompleteReason::StreamEnded => true,
+                    IncompleteReason::NoCompletionAtRunEnd => text.trim().is_empty(),
+                    IncompleteReason::Abort => false,
+                };
+                prop_assert_eq!(inc_cards, usize::from(card), "{} incomplete card by run outcome", what);
+                let line = format!("{} did not complete: {}\n", rec.title, reason.text());
+                let lines =
+                    evs.iter().filter(|e| matches!(&e.kind, Output::Thinking { delta, .. } if *delta == line)).count();
+                prop_assert!(card || !visible || lines >= 1, "{} thinking line {:?}", what, line);
             }
         }
     }
@@ -926,6 +938,7 @@ fn check_estimates(steps: &[Step], o: &Outcome) -> Result<(), TestCaseError> {
         let mut inputs = Vec::new();
         let mut outputs = Vec::new();
         let mut results_of_msg = Vec::new();
+        let mut failed = Vec::new();
         let (mut units, mut results) = (0u64, 0u64);
         for e in &evs {
             match &e.kind {
@@ -934,21 +947,30 @@ fn check_estimates(steps: &[Step], o: &Outcome) -> Result<(), TestCaseError> {
                 Output::LifecycleLine { title, label, .. } => units += utf16(title) + utf16(label) + 3,
                 Output::Card(c) => {
                     units += utf16(&c.args.to_string());
-                    results += estimate(&c.content);
+                    results += estimate(&c.result_text);
                 }
-                Output::MessageEnded { usage, .. } => {
+                Output::MessageEnded { usage, stop_reason, .. } => {
                     prop_assert_eq!((usage.cache_read, usage.cache_write), (0, 0));
                     prop_assert!(usage.total_tokens >= usage.input + usage.output);
+                    results_of_msg.push(results);
+                    if matches!(stop_reason, StopReason::Error | StopReason::Aborted) {
+                        // Error and aborted messages carry zero usage (SPEC §5.4).
+                        prop_assert_eq!(usage.total_tokens, 0, "usage of a failed message of {:?}", key);
+                        failed.push(inputs.len());
+                    } else {
+                        prop_assert_eq!(usage.output, units.div_ceil(4), "output estimate of {:?}", key);
+                    }
                     inputs.push(usage.input);
                     outputs.push(usage.output);
-                    results_of_msg.push(results);
-                    prop_assert_eq!(usage.output, units.div_ceil(4), "output estimate of {:?}", key);
                 }
                 _ => {}
             }
         }
         let mut want = vec![want_prompt.as_deref().map_or(0, estimate)];
         want.extend(results_of_msg.iter().take(results_of_msg.len().saturating_sub(1)));
+        for i in &failed {
+            want[*i] = 0;
+        }
         prop_assert_eq!(&inputs, &want, "inputs of {:?}: prompt once, then each result once", key);
         let cards = evs.iter().filter(|e| matches!(e.kind, Output::Card(_))).count();
         if cards == 0 {

@@ -150,11 +150,16 @@ fn a_stream_cut_mid_run_closes_the_run_as_failed_with_its_open_calls() {
             _ => None,
         })
         .collect();
-    assert_eq!(incomplete, vec![("Cursor shell".to_owned(), "SDK run failed", true)]);
+    // SPEC §5.3: a stream-json input that ends without its `result` says so, not "SDK run failed".
+    assert_eq!(incomplete, vec![("Cursor shell".to_owned(), "stream ended without a result", true)]);
     // And on the terminal.
     let run = replay_stdin(input.as_bytes(), &[]);
     assert_eq!(run.code, 0);
-    assert!(run.stdout.contains("✗ $ npm test -- --silent did not complete: SDK run failed\n"), "{}", run.stdout);
+    assert!(
+        run.stdout.contains("✗ $ npm test -- --silent did not complete: stream ended without a result\n"),
+        "{}",
+        run.stdout
+    );
     assert!(run.stdout.contains("✗ error: missing result\n── error · 4 cards, 1 incomplete ──"), "{}", run.stdout);
 }
 

@@ -223,7 +223,9 @@ fn live_input_ticks_lifecycle_lines_and_ctrl_c_closes_runs_and_flushes_sinks() {
     reader.join().unwrap();
     assert_eq!(code, Some(130));
     let out = buf.lock().unwrap().clone();
-    assert!(out.contains("✗ $ sleep 600 did not complete: aborted"), "{out}");
+    // SPEC §5.3: a cancelled run shows its incomplete call as a thinking line, never a card.
+    assert!(out.contains("┆ Cursor shell did not complete: aborted\n"), "{out}");
+    assert!(!out.contains('✗'), "{out}");
     assert!(out.contains("⊘ aborted"), "{out}");
     assert!(out.contains("── cancelled · 0 cards, 1 incomplete ──"), "{out}");
     // The trace was flushed: it ends with the run's close.

@@ -144,9 +144,9 @@ fn partial_output_capture_shows_each_piece_of_text_once() {
     assert_eq!(
         incomplete,
         vec![
-            ("grep".to_owned(), "SDK run failed", true),
-            ("grep".to_owned(), "SDK run failed", true),
-            ("glob".to_owned(), "SDK run failed", true)
+            ("grep".to_owned(), "stream ended without a result", true),
+            ("grep".to_owned(), "stream ended without a result", true),
+            ("glob".to_owned(), "stream ended without a result", true)
         ]
     );
 }

@@ -42,7 +42,8 @@ golden!(pretool_refusal, "harness-mocks__pretool-refusal", |out| {
 golden!(tool_failure, "harness-mocks__tool-failure", |out| {
     assert!(out.contains("✗ $ false\n    Command exited with code 1\n"));
     assert!(out.contains("✗ $ sh -c 'echo OOPS >&2; exit 3'\n    OOPS\n\n    Command exited with code 3\n"));
-    assert!(out.contains("✗ read <RUN>/missing-file.txt\n    File not found\n"));
+    // An explicit error result reads `Error: <error>` (SPEC §4).
+    assert!(out.contains("✗ read <RUN>/missing-file.txt\n    Error: File not found\n"));
     assert!(out.contains("● edit <RUN>/note.txt added 1 line, removed 0 lines\n    +1 hi\n"));
     assert_eq!(count(&out, "\nDONE\n"), 1, "the final text once");
 });
@@ -50,13 +51,15 @@ golden!(tool_failure, "harness-mocks__tool-failure", |out| {
 golden!(partial_output_head50, "skill-eval-lab__run-0016__head50", |out| {
     // Each piece of text once (deltas, then a consolidated repeat that is dropped).
     assert_eq!(count(&out, "I'll find the roof quick calculator"), 1);
-    // The three parallel calls, never completed in this truncated capture.
-    assert_eq!(count(&out, "did not complete: SDK run failed"), 3);
+    // The three parallel calls, never completed in this truncated capture (SPEC §5.3: the input
+    // ended without its `result`, so the stream ended; no SDK failed).
+    assert_eq!(count(&out, "did not complete: stream ended without a result"), 3);
     assert!(out.contains("✗ error: missing result"));
 });
 
 golden!(mcp_and_unknown_tool, "harness-mocks__mcp", |out| {
-    assert!(out.contains("● Cursor getMcpTools\n"));
+    // An unknown tool is summarised by up to three of its scalar args (SPEC §4).
+    assert!(out.contains("● Cursor getMcpTools server=local, toolName=echo\n"));
     assert!(out.contains("● Cursor MCP echo\n    ECHOED: HELLO\n"));
     // Raw call ids never reach users.
     assert!(!out.contains("call-b2556144"));
@@ -73,8 +76,9 @@ golden!(grep_delete, "harness-mocks__grep-delete", |out| {
 });
 
 golden!(task_and_background_shell, "harness-mocks__task-stream-frames", |out| {
-    assert!(out.contains("● Cursor subagent Reply with PONG\n    PONG\n"));
-    assert!(out.contains("● Cursor await\n"));
+    // A subagent's summary is `<description>: <first output line>` (SPEC §4).
+    assert!(out.contains("● Cursor subagent Reply with PONG: PONG\n    PONG\n"));
+    assert!(out.contains("● Cursor await blockUntilMs=10000, taskId=339917\n"));
 });
 
 golden!(completions_without_start, "agentsserver__captured-lines__NOT-contiguous", |out| {

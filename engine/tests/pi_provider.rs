@@ -713,7 +713,13 @@ fn assistant_text(messages: &[Value]) -> String {
 fn real_pi_replays_recorded_runs() {
     let Some(pi) = common::pi_bin() else { return };
     let started = Instant::now();
-    let all = common::captures_and_examples();
+    let mut all = common::captures_and_examples();
+    // The conformance recordings (tests/conformance.rs): every display argument must pass pi's own
+    // validation of its tool's schema, and every incomplete-call card get its result.
+    let conformance = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/conformance");
+    for name in ["display.jsonl", "grep.jsonl", "incomplete-finished-without-text.jsonl", "incomplete-failed.jsonl"] {
+        all.push(conformance.join(name));
+    }
     let next = AtomicUsize::new(0);
     let results: Vec<(String, Result<String, String>)> = std::thread::scope(|s| {
         let workers: Vec<_> = (0..WORKERS)

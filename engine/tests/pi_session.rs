@@ -181,70 +181,6 @@ fn sessions_are_well_formed_and_hold_the_text_once() {
     }
 }
 
-/// Rebuild each message from its streamed events the way the provider's consumer does (start
-/// from `start.partial`, apply each event at its `contentIndex`) and check it against the terminal
-/// message; returns the terminal messages and tool results in stream order.
-fn rebuild_stream(lines: &[Value]) -> Result<Vec<Value>, String> {
-    let mut delivered = Vec::new();
-    let mut partial: Option<Value> = None;
-    let mut args_json: std::collections::HashMap<usize, String> = Default::default();
-    for l in lines {
-        let t = l["type"].as_str().ok_or("line without type")?;
-        if t == "tool_results" {
-            delivered.extend(l["results"].as_array().ok_or("no results")?.iter().cloned());
-            continue;
-        }
-        if t == "start" {
-            if partial.is_some() {
-                return Err("start inside a message".into());
-            }
-            partial = Some(l["partial"].clone());
-            continue;
-        }
-        let p = partial.as_mut().ok_or_else(|| format!("{t} outside a message"))?;
-        let content = p["content"].as_array_mut().unwrap();
-        let i = l["contentIndex"].as_u64().map(|i| i as usize);
-        match t {
-            "text_start" => content.push(json!({"type": "text", "text": ""})),
-            "thinking_start" => content.push(json!({"type": "thinking", "thinking": ""})),
-            "toolcall_start" => content.push(l["toolCall"].clone()),
-            "text_delta" | "thinking_delta" => {
-                let key = if t == "text_delta" { "text" } else { "thinking" };
-                let b = &mut content[i.unwrap()][key];
-                *b = Value::from(format!("{}{}", b.as_str().unwrap(), l["delta"].as_str().unwrap()));
-            }
-            "toolcall_delta" => args_json.entry(i.unwrap()).or_default().push_str(l["delta"].as_str().unwrap()),
-            "text_end" | "thinking_end" => {
-                let key = if t == "text_end" { "text" } else { "thinking" };
-                if content[i.unwrap()][key] != l["content"] {
-                    return Err(format!("{t} content differs from its deltas"));
-                }
-            }
-            "toolcall_end" => {
-                let parsed: Value = serde_json::from_str(&args_json.remove(&i.unwrap()).unwrap_or_default())
-                    .map_err(|e| format!("toolcall_delta is not JSON: {e}"))?;
-                if parsed != l["toolCall"]["arguments"] {
-                    return Err("toolcall_end arguments differ from the delta".into());
-                }
-                content[i.unwrap()] = l["toolCall"].clone();
-            }
-            "done" | "error" => {
-                let m = if t == "done" { &l["message"] } else { &l["error"] };
-                if m["content"] != p["content"] || m["stopReason"] != l["reason"] {
-                    return Err(format!("terminal message differs from the rebuilt one: {m}"));
-                }
-                delivered.push(m.clone());
-                partial = None;
-            }
-            other => return Err(format!("unknown event {other}")),
-        }
-    }
-    if partial.is_some() {
-        return Err("a message never ended".into());
-    }
-    Ok(delivered)
-}
-
 #[test]
 fn live_events_deliver_the_session_messages() {
     use toolstream_sinks::pi_events::PiEventsSink;
@@ -256,7 +192,7 @@ fn live_events_deliver_the_session_messages() {
         let bytes = sink.into_inner();
         let lines: Vec<Value> =
             std::str::from_utf8(&bytes).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
-        let delivered = rebuild_stream(&lines).unwrap_or_else(|e| panic!("{}: {e}", capture.display()));
+        let delivered = common::rebuild_stream(&lines).unwrap_or_else(|e| panic!("{}: {e}", capture.display()));
         let dir = common::tempdir();
         let r = replay(&capture, &dir);
         let session: Vec<&Value> = messages(&r.lines).into_iter().filter(|m| m["role"] != "user").collect();

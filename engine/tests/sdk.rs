@@ -17,7 +17,7 @@ fn sdk_recording_replays_as_cards() {
     // The read completed by a delta (result only) and repeated by a step: one card, with the path
     // taken from the start.
     assert_eq!(out.matches("● read src/routes/users.ts").count(), 1, "{out}");
-    assert!(out.contains("✗ Cursor web search express 5 async handler 404\n    web search is rate limited"));
+    assert!(out.contains("✗ Cursor web search express 5 async handler 404\n    Error: web search is rate limited"));
     assert!(out.contains("+17   if (!user) {"));
 }
 

@@ -12,10 +12,12 @@
  *
  * Models: `auto` plus any ids listed in $TOOLSTREAM_CURSOR_MODELS (comma-separated); pi also
  * accepts any other `--model <id>` for this provider as a custom id. The id is passed to
- * `cursor-agent --model`.
+ * `cursor-agent --model`. Each model's context window and most output tokens come from the
+ * engine's table of known Cursor models (`schemas/models.json`, see models.ts).
  */
 
 import type { ExtensionAPI } from "@mariozechner/pi-coding-agent";
+import { modelLimits } from "./models.js";
 import { API, PROVIDER, setCwd, stopActiveRun, streamCursor } from "./provider.js";
 import { REPLAY_TOOL_NAMES, registerReplayTools } from "./replay-tools.js";
 
@@ -40,8 +42,8 @@ export default function (pi: ExtensionAPI) {
 			reasoning: false,
 			input: ["text"],
 			cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 },
-			contextWindow: 1_000_000,
-			maxTokens: 64_000,
+			// The limits the engine checks usage against (schemas/models.json).
+			...modelLimits(id),
 		})),
 		streamSimple: streamCursor,
 	});

@@ -36,6 +36,8 @@ export const PROVIDER = "cursor";
 /** The `api` of every message toolstream produces (its pi sinks write `"api":"cursor-sdk"`). */
 export const API = "cursor-sdk";
 export const REPLAY_PREFIX = "cursor-replay-";
+/** The error message of an aborted run's message (SPEC §5.4; the engine's `CANCELLED_MESSAGE`). */
+export const CANCELLED_MESSAGE = "Cancelled: Cursor run was cancelled.";
 
 /** Recorded results of replay tool calls, by tool call id (filled from `tool_results` lines). */
 export const recordedResults = new Map<string, ToolResultMessage>();
@@ -50,7 +52,7 @@ export function setCwd(cwd: string | undefined): void {
 	if (cwd) currentCwd = cwd;
 }
 
-function extensionDir(): string {
+export function extensionDir(): string {
 	try {
 		return path.dirname(fileURLToPath(import.meta.url));
 	} catch {
@@ -339,7 +341,7 @@ async function deliverOneMessage(
 
 	const signal = options?.signal;
 	if (signal?.aborted) {
-		fail("aborted", "Cursor run aborted");
+		fail("aborted", CANCELLED_MESSAGE);
 		return;
 	}
 
@@ -392,7 +394,7 @@ async function deliverOneMessage(
 	}
 
 	const onAbort = () => {
-		fail("aborted", "Cursor run aborted");
+		fail("aborted", CANCELLED_MESSAGE);
 		if (active === child) active = undefined;
 		child.kill();
 	};

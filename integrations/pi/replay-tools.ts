@@ -20,6 +20,9 @@
 import type { TextContent } from "@mariozechner/pi-ai";
 import {
 	createBashToolDefinition,
+	getLanguageFromPath,
+	highlightCode,
+	renderDiff,
 	createEditToolDefinition,
 	createFindToolDefinition,
 	createGrepToolDefinition,
@@ -74,7 +77,47 @@ function recorded(toolCallId: string) {
 	return { content: r.content, details: r.details };
 }
 
+/** Lines of a collapsed replay card (SPEC §8 collapsed preview). */
 const PREVIEW_LINES = 8;
+
+/** What toolstream records in a replay result's `details` (see actors/src/present/card.rs). */
+interface ReplayDetails {
+	sourceToolName?: string;
+	/** The result text's short header (`edit src/a.ts`, `web search …`), shown by the call line. */
+	header?: string;
+	/** A recorded diff in pi's own numbered form (`+N text`, `-N text`, ` N text`). */
+	diff?: string;
+	/** A write's recorded content. */
+	content?: string;
+	/** The file a preview belongs to (relative to the cwd): its language for highlighting. */
+	path?: string;
+}
+
+/** The result's text without the header the call line already shows. */
+function bodyText(content: { type: string }[], header: string | undefined): string {
+	const text = content
+		.filter((c): c is TextContent => c.type === "text")
+		.map((c) => c.text)
+		.join("\n");
+	const body = header && text.startsWith(header) ? text.slice(header.length).replace(/^\n+/, "") : text;
+	return body.trimEnd();
+}
+
+/**
+ * The lines a replayed Cursor activity shows: a recorded diff as pi colours its own edits
+ * (numbered added/removed/context lines, no unified headers), a write's content highlighted when
+ * pi knows the file's language, anything else as tool output.
+ */
+function replayLines(details: ReplayDetails, body: string, theme: { fg: (c: never, t: string) => string }): string[] {
+	const fg = (t: string) => theme.fg("toolOutput" as never, t);
+	if (details.diff) return renderDiff(details.diff).split("\n");
+	if (typeof details.content === "string" && details.content) {
+		const lang = details.path ? getLanguageFromPath(details.path) : undefined;
+		const content = details.content.replace(/\n$/, "").replace(/\t/g, "   ");
+		return lang ? highlightCode(content, lang) : content.split("\n").map(fg);
+	}
+	return body ? body.split("\n").map(fg) : [];
+}
 
 export function registerReplayTools(pi: ExtensionAPI): void {
 	for (const name of NATIVE_REPLAY_TOOLS) {
@@ -113,15 +156,20 @@ export function registerReplayTools(pi: ExtensionAPI): void {
 		},
 		renderResult(result, options, theme, context) {
 			const text = (context.lastComponent as Text | undefined) ?? new Text("", 0, 0);
-			const body = result.content
-				.filter((c): c is TextContent => c.type === "text")
-				.map((c) => c.text)
-				.join("\n")
-				.trimEnd();
-			const lines = body ? body.split("\n") : [];
+			const details = (result.details ?? {}) as ReplayDetails;
+			const web = details.sourceToolName === "webSearch" || details.sourceToolName === "webFetch";
+			// Web search/fetch cards stay a title line while collapsed: they often arrive after the
+			// final text and would bury the answer (an error still shows why).
+			if (web && !options.expanded && !context.isError) {
+				text.setText("");
+				return text;
+			}
+			const lines = replayLines(details, bodyText(result.content, details.header), theme);
 			const shown = options.expanded ? lines : lines.slice(0, PREVIEW_LINES);
-			let out = shown.map((l) => theme.fg("toolOutput", l)).join("\n");
-			if (shown.length < lines.length) out += `\n${theme.fg("muted", `… ${lines.length - shown.length} more lines`)}`;
+			let out = shown.join("\n");
+			if (shown.length < lines.length) {
+				out += `\n${theme.fg("muted", `… ${lines.length - shown.length} more lines (ctrl+o to expand)`)}`;
+			}
 			text.setText(out);
 			return text;
 		},

@@ -549,6 +549,15 @@ impl RunResult {
     pub fn error_text(&self) -> Option<&str> {
         error_text(self.error.as_ref())
     }
+
+    /// The error's code (`error.code`, a string or a number), when it has one.
+    pub fn error_code(&self) -> Option<String> {
+        match self.error.as_ref()?.get("code")? {
+            Value::String(s) if !s.trim().is_empty() => Some(s.trim().to_owned()),
+            Value::Number(n) => Some(n.to_string()),
+            _ => None,
+        }
+    }
 }
 
 /// `RunResult.status`; unknown values kept as written.
@@ -799,6 +808,7 @@ mod tests {
             panic!()
         };
         assert_eq!((w.run_status(), w.error_text()), (Some(RunStatus::Error), Some("rate limited")));
+        assert_eq!(w.error_code().as_deref(), Some("rate_limit"));
         let SdkRecordBody::Wait(w) = parse_record(r#"{"wait":{"status":"CANCELLED"}}"#).unwrap().body else { panic!() };
         assert_eq!(w.run_status(), Some(RunStatus::Cancelled));
         let SdkRecordBody::Wait(w) = parse_record(r#"{"wait":{"status":"expired"}}"#).unwrap().body else { panic!() };

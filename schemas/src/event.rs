@@ -253,6 +253,9 @@ pub enum RunStatus {
     Cancelled,
 }
 
+/// The error message of a cancelled run's last (aborted) message (SPEC §5.4).
+pub const CANCELLED_MESSAGE: &str = "Cancelled: Cursor run was cancelled.";
+
 impl RunStatus {
     pub fn as_str(self) -> &'static str {
         match self {
@@ -407,10 +410,15 @@ pub struct Card {
     pub summary: String,
     /// The card's title line for terminals: `$ npm test`, `read src/a.rs`, `Cursor MCP search`.
     pub headline: String,
-    /// Replay arguments (recorded args plus `activityTitle`/`activitySummary` for neutral cards).
+    /// Display arguments of the pi tool call (SPEC §4): fitted to `pi_tool`'s schema, paths
+    /// relative to the cwd; neutral cards carry `activityTitle`/`activitySummary` and the few
+    /// fields their tool displays. Never the raw recorded args.
     pub args: serde_json::Value,
-    /// The full body text (transcript-bounded).
+    /// The full body text (transcript-bounded): what the terminal shows expanded.
     pub content: String,
+    /// What pi's model reads as the call's result (SPEC §4 "Replayed result text"): the body,
+    /// with the short transcript header of tools that have one; bounded.
+    pub result_text: String,
     /// Collapsed preview (SPEC §8: ≤8 lines, ≤4,000 chars, ≤240 chars a line, tabs expanded).
     pub preview: Vec<StyledLine>,
     /// Lines of the body not in the collapsed preview.
@@ -455,6 +463,8 @@ pub enum IncompleteReason {
     NoCompletionAtRunEnd,
     Abort,
     SdkFailure,
+    /// A stream-json input ended without its `result` line.
+    StreamEnded,
 }
 
 impl IncompleteReason {
@@ -463,15 +473,18 @@ impl IncompleteReason {
             IncompleteReason::NoCompletionAtRunEnd => "no-completion-at-run-end",
             IncompleteReason::Abort => "abort",
             IncompleteReason::SdkFailure => "sdk-failure",
+            IncompleteReason::StreamEnded => "stream-ended",
         }
     }
 
-    /// The user-facing text (`missing completion`, `aborted`, `SDK run failed`).
+    /// The user-facing text (`missing completion`, `aborted`, `SDK run failed`, `stream ended
+    /// without a result`).
     pub fn text(self) -> &'static str {
         match self {
             IncompleteReason::NoCompletionAtRunEnd => "missing completion",
             IncompleteReason::Abort => "aborted",
             IncompleteReason::SdkFailure => "SDK run failed",
+            IncompleteReason::StreamEnded => "stream ended without a result",
         }
     }
 }

@@ -6,6 +6,7 @@ pub mod cursor_cli;
 pub mod cursor_sdk;
 pub mod event;
 pub mod ids;
+pub mod models;
 pub mod num;
 pub mod tools;
 

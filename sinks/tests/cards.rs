@@ -37,6 +37,7 @@ fn card(content: &str) -> Card {
         headline: "$ make".into(),
         args: json!({"command": "make"}),
         content: content.into(),
+        result_text: content.into(),
         preview: vec![StyledLine { kind: LineKind::Plain, text: "preview".into() }],
         preview_hidden: 0,
         diff: Vec::new(),

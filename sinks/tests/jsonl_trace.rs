@@ -43,6 +43,7 @@ fn card(call_id: &str, is_error: bool) -> Card {
         headline: format!("$ npm test {SECRET}"),
         args: json!({"command": "npm test", "callId": call_id, "note": SECRET}),
         content: format!("{SECRET} output of {call_id}"),
+        result_text: format!("{SECRET} output of {call_id}"),
         preview: vec![StyledLine { kind: LineKind::Plain, text: SECRET.into() }],
         preview_hidden: 0,
         diff: vec![StyledLine { kind: LineKind::Added, text: SECRET.into() }],

@@ -26,6 +26,23 @@ pub struct Rendered {
     pub variant: &'static str,
     /// Keep the collapsed card to its title line (web search/fetch, SPEC via seed 000).
     pub summary_only: bool,
+    /// The short transcript header of what pi's model reads (SPEC §4 "Replayed result text"):
+    /// `edit <path>`, `web search <query>`, `subagent <description>`, the MCP tool's name, …;
+    /// `None` for tools whose result text is their body alone (read, bash, grep, find, …).
+    pub header: Option<String>,
+    /// The sections after the header (joined by blank lines); empty means the body alone.
+    pub sections: Vec<String>,
+}
+
+impl Rendered {
+    /// What pi's model reads: the header and the sections (or the body), blank-line separated.
+    pub fn result_text(&self) -> String {
+        let body = std::slice::from_ref(&self.body);
+        let sections = if self.sections.is_empty() { body } else { &self.sections[..] };
+        let mut parts: Vec<&str> = self.header.as_deref().into_iter().collect();
+        parts.extend(sections.iter().map(String::as_str).filter(|s| !s.trim().is_empty()));
+        parts.join("\n\n")
+    }
 }
 
 /// The result of a call, typed.
@@ -158,7 +175,37 @@ pub fn render_known(
     if matches!(kind, ToolKind::WebSearch | ToolKind::WebFetch) {
         r.summary_only = true;
     }
+    r.header = transcript_header(kind, &r.summary, args);
+    if r.is_error {
+        // An error reads as its header and `Error: …` alone.
+        r.sections.clear();
+    }
     r
+}
+
+/// `Error: <error>`: the body of an explicit error result.
+pub fn error_body(error: &str) -> String {
+    format!("Error: {}", error.trim())
+}
+
+/// The short header of the tools whose replayed result text has one (SPEC §4).
+pub fn transcript_header(kind: ToolKind, summary: &str, args: Option<&ToolArgs>) -> Option<String> {
+    let named = |word: &str, what: &str| if what.is_empty() { word.to_owned() } else { format!("{word} {what}") };
+    match kind {
+        ToolKind::Edit => Some(named("edit", summary)),
+        ToolKind::Write => Some(named("write", summary)),
+        ToolKind::WebSearch => Some(named("web search", summary)),
+        ToolKind::WebFetch => Some(named("web fetch", summary)),
+        ToolKind::Task => {
+            let description = match args {
+                Some(ToolArgs::Task(a)) => nonblank(&a.description).or(nonblank(&a.prompt)).unwrap_or("task"),
+                _ => "task",
+            };
+            Some(format!("subagent {description}"))
+        }
+        ToolKind::Mcp => Some(if summary.is_empty() { "mcp".to_owned() } else { summary.to_owned() }),
+        _ => None,
+    }
 }
 
 fn render_success(
@@ -214,6 +261,11 @@ fn render_success(
             r.diff = nonblank(&o.diff_string).map(str::to_owned);
             r.diff_stats = Some((o.lines_added.map_or(0, Int::get), o.lines_removed.map_or(0, Int::get)));
             r.body = r.diff.clone().or_else(|| nonblank(&o.message).map(str::to_owned)).unwrap_or_default();
+            let stats = match (o.lines_added, o.lines_removed) {
+                (None, None) => String::new(),
+                (a, d) => format!("+{} -{}", a.map_or(0, Int::get), d.map_or(0, Int::get)),
+            };
+            r.sections = vec![stats, r.body.clone()];
             if fits_pi_edit(raw_args) {
                 r.pi_tool = "edit";
                 r.variant = "nativeEdit";
@@ -229,11 +281,20 @@ fn render_success(
                     .find_map(|c| c.as_deref()),
                 _ => None,
             };
+            let content = content.or(o.file_content_after_write.as_deref());
             r.body = match (content, &o.message) {
                 (Some(c), _) => c.to_owned(),
                 (None, Some(m)) => m.clone(),
                 (None, None) => o.lines_created.map(|n| format!("Wrote {n} lines")).unwrap_or_default(),
             };
+            r.sections = vec![
+                o.lines_created.map(|n| format!("Created {n} lines")).unwrap_or_default(),
+                o.file_size.map(|b| format!("File size: {b} bytes")).unwrap_or_default(),
+                content.unwrap_or_default().to_owned(),
+            ];
+            if r.sections.iter().all(|s| s.is_empty()) {
+                r.sections = vec![r.body.clone()];
+            }
             if content.is_some() {
                 r.pi_tool = "write";
                 r.variant = "nativeWrite";
@@ -264,7 +325,16 @@ fn render_success(
             };
             r.body = plan.or_else(|| nonblank(&o.message).map(str::to_owned)).unwrap_or_default();
         }
-        ToolSuccess::Task(o) => r.body = task_body(o),
+        ToolSuccess::Task(o) => {
+            r.body = task_body(o);
+            // `<description>: <first output line>` (SPEC §4).
+            let first = r.body.lines().map(str::trim).find(|l| !l.is_empty());
+            r.summary = match (r.summary.as_str(), first) {
+                ("", Some(line)) => line.to_owned(),
+                (d, Some(line)) if d != line => format!("{d}: {line}"),
+                (d, _) => d.to_owned(),
+            };
+        }
         ToolSuccess::GenerateImage(o) => {
             r.body = nonblank(&o.file_path).map(|p| format!("Saved image to {}", ctx.path(p))).unwrap_or_default();
         }
@@ -309,12 +379,14 @@ fn render_failure(ctx: &RenderCtx<'_>, kind: ToolKind, status: &ResultStatus, f:
             b
         }
         ResultStatus::Timeout => f.error_text().map_or_else(|| "Timed out".to_owned(), |e| format!("Timed out: {e}")),
-        _ => f.error_text().map_or_else(|| format!("Failed ({})", status.as_str()), str::to_owned),
+        // An explicit error result reads `Error: <error>` (SPEC §4).
+        _ => error_body(f.error_text().unwrap_or(status.as_str())),
     };
 }
 
-/// Render an unknown tool: bounded fallback of its args and result (SPEC §8).
-pub fn render_unknown(args: Option<&serde_json::Value>, result: Option<(&ResultStatus, &str)>) -> Rendered {
+/// Render an unknown tool: bounded fallback of its args and result (SPEC §8), summarised by up to
+/// three of its scalar args.
+pub fn render_unknown(name: &str, args: Option<&serde_json::Value>, result: Option<(&ResultStatus, &str)>) -> Rendered {
     let args = args.map(|a| {
         let mut a = a.clone();
         if let Some(o) = a.as_object_mut() {
@@ -322,24 +394,48 @@ pub fn render_unknown(args: Option<&serde_json::Value>, result: Option<(&ResultS
         }
         a
     });
-    let mut body: Vec<String> = args.as_ref().map(fallback_args).unwrap_or_default();
+    let args_lines: Vec<String> = args.as_ref().map(fallback_args).unwrap_or_default();
     let is_error = result.is_some_and(|(st, _)| !st.is_success());
-    if let Some((st, raw)) = result {
+    let result_text = result.map(|(st, raw)| {
         let text = fallback_result(&result_text(raw));
         if st.is_success() {
-            body.push(text);
+            text
         } else {
-            body.push(format!("{}: {text}", st.as_str()));
+            error_body(&text)
         }
-    }
+    });
+    let mut body = args_lines.clone();
+    body.extend(result_text.clone());
     Rendered {
-        summary: String::new(),
+        summary: args.as_ref().map(scalar_args_summary).unwrap_or_default(),
         body: body.join("\n"),
         is_error,
         pi_tool: "cursor",
         variant: "genericFallback",
+        header: Some(name.to_owned()),
+        sections: vec![args_lines.join("\n"), result_text.unwrap_or_default()],
         ..Rendered::default()
     }
+}
+
+/// Most scalar args in an unknown tool's summary (SPEC §4).
+const SUMMARY_MAX_ARGS: usize = 3;
+
+/// `k=v, k=v`: up to three scalar (string, number, boolean) args, in key order.
+fn scalar_args_summary(args: &serde_json::Value) -> String {
+    let Some(obj) = args.as_object() else {
+        return String::new();
+    };
+    obj.iter()
+        .filter_map(|(k, v)| match v {
+            serde_json::Value::String(s) if !s.trim().is_empty() => Some(format!("{k}={s}")),
+            serde_json::Value::Number(n) => Some(format!("{k}={n}")),
+            serde_json::Value::Bool(b) => Some(format!("{k}={b}")),
+            _ => None,
+        })
+        .take(SUMMARY_MAX_ARGS)
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// Best text of an unknown result: a string, or an object's only string field, stays text;
@@ -414,29 +510,52 @@ fn list_body(items: &[String]) -> String {
 fn grep_body(ctx: &RenderCtx<'_>, o: &m::GrepSuccess) -> String {
     let mut lines: Vec<String> = Vec::new();
     for ws in o.workspace_results.iter().flat_map(|m| m.values()).chain(o.active_editor_result.iter()) {
+        // CLI form: `{content|files|count: …}`.
         if let Some(c) = &ws.content {
-            for fm in c.matches.iter().flatten() {
-                let file = ctx.path(s(&fm.file));
-                for lm in fm.matches.iter().flatten() {
-                    let sep = if lm.is_context_line == Some(true) { '-' } else { ':' };
-                    let no = lm.line_number.map(|n| n.to_string()).unwrap_or_default();
-                    lines.push(format!("{file}{sep}{no}{sep} {}", s(&lm.content).trim_end()));
-                }
-            }
+            grep_matches(ctx, c.matches.iter().flatten(), &mut lines);
         }
         if let Some(f) = &ws.files {
             lines.extend(f.files.iter().flatten().map(|p| ctx.path(p)));
         }
         if let Some(c) = &ws.count {
-            for fc in c.counts.iter().flatten() {
-                lines.push(format!("{}: {}", ctx.path(s(&fc.file)), fc.count.map_or(0, Int::get)));
-            }
+            grep_counts(ctx, c.counts.iter().flatten(), &mut lines);
+        }
+        // SDK form: `{type, output: {matches|files|counts}}` (SPEC §1.2): the same lists.
+        if let Some(out) = &ws.output {
+            grep_matches(ctx, out.matches.iter().flatten(), &mut lines);
+            lines.extend(out.files.iter().flatten().map(|p| ctx.path(p)));
+            grep_counts(ctx, out.counts.iter().flatten(), &mut lines);
         }
     }
     if lines.is_empty() {
         "No matches found".into()
     } else {
         list_body(&lines)
+    }
+}
+
+/// `file:line: text` per matching line (`file-line- text` for context lines): the CLI nests a
+/// file's lines, the SDK lists one line per entry.
+fn grep_matches<'a>(ctx: &RenderCtx<'_>, files: impl Iterator<Item = &'a m::GrepFileMatches>, out: &mut Vec<String>) {
+    for fm in files {
+        let file = ctx.path(s(&fm.file));
+        if fm.line_number.is_some() || fm.line.is_some() {
+            let no = fm.line_number.map(|n| n.to_string()).unwrap_or_default();
+            out.push(format!("{file}:{no}: {}", s(&fm.line).trim_end()));
+        } else if fm.matches.is_none() && !file.is_empty() {
+            out.push(file.clone());
+        }
+        for lm in fm.matches.iter().flatten() {
+            let sep = if lm.is_context_line == Some(true) { '-' } else { ':' };
+            let no = lm.line_number.map(|n| n.to_string()).unwrap_or_default();
+            out.push(format!("{file}{sep}{no}{sep} {}", s(&lm.content).trim_end()));
+        }
+    }
+}
+
+fn grep_counts<'a>(ctx: &RenderCtx<'_>, counts: impl Iterator<Item = &'a m::GrepFileCount>, out: &mut Vec<String>) {
+    for fc in counts {
+        out.push(format!("{}: {}", ctx.path(s(&fc.file)), fc.count.map_or(0, Int::get)));
     }
 }
 
@@ -487,18 +606,32 @@ fn todos_body(todos: &[m::TodoItem]) -> String {
         .join("\n")
 }
 
+/// A subagent's output: its nested tool result (`$ <command>`, then its output) and its
+/// assistant messages, or its final text; never the raw payload.
 fn task_body(o: &m::TaskSuccess) -> String {
-    let texts: Vec<&str> = o
-        .conversation_steps
-        .iter()
-        .flatten()
-        .filter_map(|st| st.assistant_message.as_ref().and_then(|m| nonblank(&m.text)))
-        .collect();
-    if !texts.is_empty() {
-        texts.join("\n\n")
-    } else {
-        nonblank(&o.result).unwrap_or("").to_owned()
+    let mut parts: Vec<String> = Vec::new();
+    match &o.result {
+        Some(serde_json::Value::String(t)) if !t.trim().is_empty() => parts.push(t.clone()),
+        Some(v) => {
+            let success = v.get("success").unwrap_or(v);
+            let text = |k: &str| success.get(k).and_then(serde_json::Value::as_str).filter(|t| !t.trim().is_empty());
+            if let Some(c) = text("command") {
+                parts.push(format!("$ {c}"));
+            }
+            if let Some(out) = text("stdout").or_else(|| text("interleavedOutput")) {
+                parts.push(out.trim_end().to_owned());
+            }
+        }
+        None => {}
     }
+    parts.extend(
+        o.conversation_steps
+            .iter()
+            .flatten()
+            .filter_map(|st| st.assistant_message.as_ref().and_then(|m| nonblank(&m.text)))
+            .map(str::to_owned),
+    );
+    parts.join("\n")
 }
 
 fn mcp_body(o: &m::McpSuccess) -> String {

@@ -2,15 +2,16 @@
 //! scrubbed and bounded (SPEC §4, §5.3, §8), with its title line, collapsed preview, numbered diff
 //! lines and pi replay arguments. Pure functions.
 
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 use toolstream_schemas::cursor_cli::tool_models::{parse_args, parse_failure, parse_success};
 use toolstream_schemas::{
     CallRef, Card, IncompleteCall, LineKind, RawJson, StyledLine, Tool, ToolEvent, ToolKind, ToolResult,
 };
 
-use super::bodies::{render_known, render_unknown, summary_from_args, Outcome, RenderCtx, Rendered};
-use super::bounds::{bound_transcript, display_line, preview, DISPLAY_LINE_CHARS};
-use super::diff::{diff_preview, parse_unified, DiffLine, DiffLineKind, DIFF_PREVIEW_COLLAPSED};
+use super::bodies::{render_known, render_unknown, summary_from_args, transcript_header, Outcome, RenderCtx, Rendered};
+use super::bounds::{bound_transcript, display_line, preview, relative_path, DISPLAY_LINE_CHARS, TRANSCRIPT_MAX_CHARS};
+use super::diff::{diff_preview, format_diff_line, parse_unified, DiffLine, DiffLineKind, DIFF_PREVIEW_COLLAPSED};
+use super::display_args::{display_args, incomplete_args, DisplayInput};
 use super::scrub::Scrubber;
 use toolstream_schemas::ids::call_ref;
 
@@ -44,10 +45,13 @@ pub fn build_card(ctx: &CardContext<'_>, ev: &ToolEvent) -> Card {
             if from_mcp {
                 r.summary = web_query_from_mcp(raw_args.as_ref()).unwrap_or_default();
                 r.summary_only = true;
+                r.header = transcript_header(kind, &r.summary, None);
             }
             r
         }
-        None => render_unknown(raw_args.as_ref(), ev.result.as_ref().map(|r| (&r.status, r.value.get()))),
+        None => {
+            render_unknown(ev.tool.name(), raw_args.as_ref(), ev.result.as_ref().map(|r| (&r.status, r.value.get())))
+        }
     };
     let mut card = assemble(ctx, &ev.tool, rendered, raw_args, status, call_ref(&ev.call_id));
     card.started_ms = ev.started_at_ms;
@@ -78,10 +82,8 @@ pub fn incomplete_card(ctx: &CardContext<'_>, rec: &IncompleteCall, args: Option
     // The title line says it all; the body (for pi) repeats it.
     card.preview.clear();
     card.preview_hidden = 0;
-    if let Some(obj) = card.args.as_object_mut() {
-        obj.insert("activitySummary".into(), reason.into());
-        obj.insert("incomplete".into(), true.into());
-    }
+    card.pi_tool = "cursor".into();
+    card.args = incomplete_args(&card.title, reason);
     card.incomplete = Some(rec.reason);
     card
 }
@@ -166,46 +168,72 @@ fn assemble(
         }
     };
 
-    let mut args = match raw_args {
+    // Display arguments are built from the recorded args, scrubbed and bounded first.
+    let mut raw = match raw_args {
         Some(Value::Object(mut o)) => {
             // Raw call ids are never shown (SPEC §1.1 rule 2); the card carries its hashed ref.
             o.remove("toolCallId");
-            Value::Object(o)
+            Some(Value::Object(o))
         }
-        Some(other) => json!({ "value": other }),
-        None => Value::Object(Map::new()),
+        Some(other) => Some(json!({ "value": other })),
+        None => None,
     };
-    sc.scrub_json(&mut args);
-    bound_strings(&mut args);
-    if r.pi_tool == "cursor" {
-        if let Some(obj) = args.as_object_mut() {
-            obj.insert("activityTitle".into(), title.clone().into());
-            obj.insert("activitySummary".into(), summary.clone().into());
-        }
+    if let Some(raw) = raw.as_mut() {
+        sc.scrub_json(raw);
+        bound_strings(raw);
     }
+    let (pi_tool, args) = display_args(&DisplayInput {
+        kind: tool.kind(),
+        pi_tool: r.pi_tool,
+        raw: raw.as_ref(),
+        cwd: ctx.cwd,
+        title: &title,
+        summary: &summary,
+        body: &content,
+    });
+    let variant = if pi_tool == "cursor" && r.variant.starts_with("native") { "activity" } else { r.variant };
+    let result_text = bound_transcript(&sc.scrub(&r.result_text())).into_owned();
     let mut details = json!({
-        "variant": r.variant,
+        "variant": variant,
         "sourceToolName": tool.name(),
         "title": title,
         "summary": if r.is_error { Value::Null } else { summary.clone().into() },
         "status": status,
     });
     if let (Some(d), Some(obj)) = (scrubbed_diff.as_deref(), details.as_object_mut()) {
-        // pi's edit renderer colours `details.diff`.
-        let diff = if body_is_diff { content.clone() } else { bound_transcript(d).into_owned() };
-        obj.insert("diff".into(), diff.into());
+        // pi's diff renderer (its native edit card, and the replay `cursor` card) colours
+        // `details.diff` in pi's own form: numbered `+N`/`-N`/` N` lines, no unified headers.
+        let numbered: Vec<String> = parse_unified(d).iter().map(format_diff_line).collect();
+        obj.insert("diff".into(), bound_transcript(&numbered.join("\n")).into_owned().into());
+    }
+    if let (Some(h), Some(obj)) = (r.header.as_deref(), details.as_object_mut()) {
+        // The result text starts with it; the replay renderers show the rest.
+        obj.insert("header".into(), display_line(&sc.scrub(h), TRANSCRIPT_MAX_CHARS).into());
+    }
+    if let (Some(ToolKind::Write), false, Some(obj)) = (tool.kind(), r.is_error, details.as_object_mut()) {
+        // A write's preview (highlighted by language in pi) is its recorded content.
+        obj.insert("content".into(), content.clone().into());
+    }
+    if let (Some(ToolKind::Edit | ToolKind::Write), Some(obj)) = (tool.kind(), details.as_object_mut()) {
+        // The replay renderers infer a preview's language from it.
+        let path =
+            raw.as_ref().and_then(|a| ["path", "filePath", "file_path"].iter().find_map(|k| a.get(*k)?.as_str()));
+        if let Some(p) = path {
+            obj.insert("path".into(), relative_path(p, ctx.cwd).into());
+        }
     }
     Card {
         turn: ctx.turn,
         call,
         replay_id: ctx.replay_id.clone(),
         source_tool: tool.clone(),
-        pi_tool: r.pi_tool.to_owned(),
+        pi_tool: pi_tool.to_owned(),
         title,
         summary,
         headline,
         args,
         content,
+        result_text,
         preview: preview_lines,
         preview_hidden,
         diff,

@@ -5,4 +5,5 @@ pub mod bodies;
 pub mod bounds;
 pub mod card;
 pub mod diff;
+pub mod display_args;
 pub mod scrub;

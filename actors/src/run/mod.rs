@@ -18,7 +18,7 @@ use toolstream_schemas::{Input, InputEvent, Output, OutputEvent, RunEnd, RunId, 
 
 use crate::item::{Item, RunOutput};
 use crate::present::scrub::Scrubber;
-use state::Run;
+use state::{CloseCause, Run};
 
 /// Default batch settle window (ms of event time).
 pub const DEFAULT_BATCH_SETTLE_MS: u64 = 75;
@@ -171,7 +171,7 @@ impl Coordinator {
                 if let Some(t) = t {
                     prev.advance(&self.cfg, t, false, out);
                 }
-                prev.close(&self.cfg, missing_result(), out);
+                prev.close(&self.cfg, missing_result(), CloseCause::StreamEnded, out);
                 self.closed += 1;
             }
         }
@@ -197,28 +197,28 @@ impl Coordinator {
 
     /// End of input: every open run ends without its `result` (SPEC §1.1 rule 10).
     pub fn finish(&mut self, out: &mut Vec<RunOutput>) {
-        self.close_all(out, missing_result);
+        self.close_all(out, CloseCause::StreamEnded, missing_result);
     }
 
     /// Cancellation (Ctrl-C): every open run is cancelled.
     pub fn cancel_all(&mut self, out: &mut Vec<RunOutput>) {
-        self.close_all(out, || RunEnd {
+        self.close_all(out, CloseCause::Reported, || RunEnd {
             status: RunStatus::Cancelled,
             result_text: None,
             usage: None,
-            error: Some("aborted".into()),
+            error: Some(toolstream_schemas::CANCELLED_MESSAGE.into()),
             duration_ms: None,
             extra: Vec::new(),
         });
     }
 
-    fn close_all(&mut self, out: &mut Vec<RunOutput>, end: impl Fn() -> RunEnd) {
+    fn close_all(&mut self, out: &mut Vec<RunOutput>, cause: CloseCause, end: impl Fn() -> RunEnd) {
         let mut keys: Vec<Arc<str>> =
             self.sessions.iter().filter(|(_, s)| s.open.is_some()).map(|(k, _)| k.clone()).collect();
         keys.sort(); // deterministic output order
         for k in keys {
             if let Some(mut run) = self.sessions.get_mut(&k).and_then(|s| s.open.take()) {
-                run.close(&self.cfg, end(), out);
+                run.close(&self.cfg, end(), cause, out);
                 self.retire(&k);
                 self.closed += 1;
             }

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use toolstream_schemas::ids::{call_ref, run_label};
 use toolstream_schemas::{
     IncompleteCall, IncompleteReason, Input, InputEvent, Output, OutputEvent, RunEnd, RunId, RunStart, RunStatus,
-    RunTotals, SegmentKind, StopReason, ToolEvent, Usage,
+    RunTotals, SegmentKind, StopReason, ToolEvent, Usage, CANCELLED_MESSAGE,
 };
 
 use super::calls::{CallTable, Completion};
@@ -15,6 +15,26 @@ use super::CoordinatorConfig;
 use crate::item::{Item, RunOutput};
 use crate::present::bounds::{THINKING_MAX_CHARS, THINKING_TRUNCATED_MARKER};
 use crate::present::card::{build_card, incomplete_card, CardContext};
+
+/// Why a run is being closed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum CloseCause {
+    /// Its source reported the end (`result`, `run.wait()`, a cancel).
+    Reported,
+    /// Its input ended (or a new run began) without the end being reported (SPEC §1.1 rule 10).
+    StreamEnded,
+}
+
+/// How a call that never completed is shown (SPEC §5.3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Shown {
+    /// An error card, in a tool-use message.
+    ErrorCard,
+    /// A thinking line `<title> did not complete: <text>`.
+    ThinkingLine,
+    /// Not at all: the debug trace only (a stale fast local start).
+    TraceOnly,
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Block {
@@ -241,7 +261,7 @@ impl Run {
             }
             Input::RunEnded(mut end) => {
                 self.unknown_fields(cfg, out, "run-ended", std::mem::take(&mut end.extra));
-                self.close(cfg, end, out);
+                self.close(cfg, end, CloseCause::Reported, out);
                 return true;
             }
             Input::Raw { what, value } => {
@@ -420,47 +440,66 @@ impl Run {
 
     /// End the run: close the tool batch, emit the final text, resolve incomplete calls, end the
     /// last message with the run's outcome and close the run. Called exactly once per run.
-    pub(super) fn close(&mut self, cfg: &CoordinatorConfig, end: RunEnd, out: &mut Vec<RunOutput>) {
+    pub(super) fn close(&mut self, cfg: &CoordinatorConfig, end: RunEnd, cause: CloseCause, out: &mut Vec<RunOutput>) {
         self.announce(out);
-        // Incomplete calls (SPEC §5.3). Their cards join the tool batch, so that, like every card,
-        // they end a tool-use message: pi answers tool calls only there.
-        let reason = match end.status {
-            RunStatus::Finished => IncompleteReason::NoCompletionAtRunEnd,
-            RunStatus::Cancelled => IncompleteReason::Abort,
-            RunStatus::Error => IncompleteReason::SdkFailure,
+        let reason = match (end.status, cause) {
+            (_, CloseCause::StreamEnded) => IncompleteReason::StreamEnded,
+            (RunStatus::Finished, CloseCause::Reported) => IncompleteReason::NoCompletionAtRunEnd,
+            (RunStatus::Cancelled, CloseCause::Reported) => IncompleteReason::Abort,
+            (RunStatus::Error, CloseCause::Reported) => IncompleteReason::SdkFailure,
         };
         // The final text (SPEC §5.4), emitted after the cards: only what was not streamed already.
         // A failed run's result text is its error message, not assistant text.
         let result = end.result_text.as_deref().filter(|r| !r.trim().is_empty() && end.status == RunStatus::Finished);
         let final_rest = result.map(|r| text::new_part(&self.emitted_text, r).to_owned()).unwrap_or_default();
         let text_produced = !self.emitted_text.trim().is_empty() || !final_rest.trim().is_empty();
+        // Incomplete calls (SPEC §5.3), shown by how the run ended. Error cards join the tool batch
+        // so that, like every card, they end a tool-use message (pi answers tool calls only
+        // there); thinking lines go into the run's last message, after any batch.
+        let mut lines = Vec::new();
         for call in self.calls.drain_started() {
-            let visible =
-                !(reason == IncompleteReason::NoCompletionAtRunEnd && call.tool.is_fast_local() && text_produced);
-            self.open_message(out);
+            let shown = match end.status {
+                RunStatus::Finished if text_produced && call.tool.is_fast_local() => Shown::TraceOnly,
+                RunStatus::Finished if text_produced => Shown::ThinkingLine,
+                // After an abort pi must not be asked to run anything: never a card.
+                RunStatus::Cancelled => Shown::ThinkingLine,
+                RunStatus::Finished | RunStatus::Error => Shown::ErrorCard,
+            };
             self.totals.incomplete_calls += 1;
             let rec = IncompleteCall {
                 call: call_ref(&call.call_id),
                 source_tool: call.tool.clone(),
                 title: call.tool.title().into_owned(),
                 reason,
-                visible,
+                visible: shown != Shown::TraceOnly,
             };
-            if visible {
-                self.end_block(out);
-                if self.batch == Batch::None {
-                    self.batch = Batch::Settling { until: self.now, usage_seen: true };
+            match shown {
+                Shown::ErrorCard => {
+                    self.open_message(out);
+                    self.end_block(out);
+                    if self.batch == Batch::None {
+                        self.batch = Batch::Settling { until: self.now, usage_seen: true };
+                    }
+                    self.cards += 1;
+                    let card = incomplete_card(&self.card_context(cfg), &rec, call.args.as_ref());
+                    self.emit(out, Output::IncompleteCall(Box::new(rec)));
+                    self.emit(out, Output::Card(Box::new(card)));
                 }
-                self.cards += 1;
-                let card = incomplete_card(&self.card_context(cfg), &rec, call.args.as_ref());
-                self.emit(out, Output::IncompleteCall(Box::new(rec)));
-                self.emit(out, Output::Card(Box::new(card)));
-            } else {
-                self.emit(out, Output::IncompleteCall(Box::new(rec)));
+                Shown::ThinkingLine => lines.push(rec),
+                Shown::TraceOnly => {
+                    self.open_message(out);
+                    self.emit(out, Output::IncompleteCall(Box::new(rec)));
+                }
             }
         }
         if self.batch != Batch::None {
             self.end_message(out, StopReason::ToolUse, None);
+        }
+        for rec in lines {
+            let line = format!("{} did not complete: {}\n", rec.title, rec.reason.text());
+            self.open_message(out);
+            self.emit(out, Output::IncompleteCall(Box::new(rec)));
+            self.emit_thinking(out, line);
         }
         if result.is_some_and(|r| text::is_mismatch(&self.emitted_text, r)) {
             self.diagnostic(out, "display_decision", &[("action", "keep-streamed-text-over-result")]);
@@ -468,7 +507,7 @@ impl Run {
         self.emit_text(out, final_rest);
         let (stop, error) = match end.status {
             RunStatus::Finished => (StopReason::Stop, None),
-            RunStatus::Cancelled => (StopReason::Aborted, end.error.clone()),
+            RunStatus::Cancelled => (StopReason::Aborted, Some(CANCELLED_MESSAGE.to_owned())),
             RunStatus::Error => {
                 (StopReason::Error, Some(cfg.scrubber.scrub(end.error.as_deref().unwrap_or("run failed")).into_owned()))
             }

@@ -133,7 +133,7 @@ fn completed_calls_split_the_turn_with_tool_use() {
 }
 
 #[test]
-fn stale_fast_local_start_is_suppressed_after_text_but_a_stale_shell_is_shown() {
+fn after_text_a_stale_fast_local_start_is_trace_only_and_another_is_a_thinking_line() {
     let out = run(vec![
         start(),
         ev(S, 1, Input::ToolStarted(tool("r", ToolKind::Read, Some(r#"{"path":"/w/a"}"#), None))),
@@ -148,9 +148,29 @@ fn stale_fast_local_start_is_suppressed_after_text_but_a_stale_shell_is_shown() 
             "msg0",
             "text:Answer.",
             "incomplete:Cursor read:no-completion-at-run-end:false",
+            // SPEC §5.3: finished with text → a thinking line in the last message, no card.
             "incomplete:Cursor shell:no-completion-at-run-end:true",
-            "card:$ sleep 9 did not complete: missing completion!",
-            // Like every card, it ends a tool-use message; the run's outcome ends the next one.
+            "think:Cursor shell did not complete: missing completion\n",
+            "end:Stop",
+            "closed:finished"
+        ]
+    );
+}
+
+#[test]
+fn without_text_even_a_stale_read_is_an_error_card_in_a_tool_use_message() {
+    let out = run(vec![
+        start(),
+        ev(S, 1, Input::ToolStarted(tool("r", ToolKind::Read, Some(r#"{"path":"/w/a"}"#), None))),
+        ev(S, 2, end(RunStatus::Finished, None)),
+    ]);
+    assert_eq!(
+        trace(&out),
+        [
+            "open",
+            "msg0",
+            "incomplete:Cursor read:no-completion-at-run-end:true",
+            "card:read a did not complete: missing completion!",
             "end:ToolUse",
             "msg1",
             "end:Stop",
@@ -160,34 +180,65 @@ fn stale_fast_local_start_is_suppressed_after_text_but_a_stale_shell_is_shown() 
 }
 
 #[test]
-fn without_text_even_a_stale_read_is_shown() {
+fn a_failed_run_shows_an_error_card_before_its_error_message() {
     let out = run(vec![
         start(),
-        ev(S, 1, Input::ToolStarted(tool("r", ToolKind::Read, Some(r#"{"path":"/w/a"}"#), None))),
-        ev(S, 2, end(RunStatus::Finished, None)),
+        ev(S, 1, Input::ToolStarted(tool("a", ToolKind::Mcp, Some(r#"{"toolName":"x"}"#), None))),
+        ev(S, 2, Input::TextDelta { text: "Working.".into() }),
+        ev(S, 3, end(RunStatus::Error, None)),
     ]);
-    assert!(trace(&out).contains(&"incomplete:Cursor read:no-completion-at-run-end:true".to_owned()));
+    assert_eq!(
+        trace(&out),
+        [
+            "open",
+            "msg0",
+            "text:Working.",
+            "incomplete:Cursor MCP:sdk-failure:true",
+            "card:Cursor MCP x did not complete: SDK run failed!",
+            "end:ToolUse",
+            "msg1",
+            "end:Error",
+            "closed:error"
+        ]
+    );
 }
 
 #[test]
-fn eof_without_result_fails_the_run_and_cancel_aborts() {
+fn a_stream_that_ends_without_its_result_says_so_and_cancel_never_shows_a_card() {
     let out =
         run(vec![start(), ev(S, 1, Input::ToolStarted(tool("a", ToolKind::Mcp, Some(r#"{"toolName":"x"}"#), None)))]);
     let t = trace(&out);
     assert_eq!(t.last().map(String::as_str), Some("closed:error"));
-    assert!(t.contains(&"incomplete:Cursor MCP:sdk-failure:true".to_owned()), "{t:?}");
+    assert!(t.contains(&"incomplete:Cursor MCP:stream-ended:true".to_owned()), "{t:?}");
+    assert!(t.contains(&"card:Cursor MCP x did not complete: stream ended without a result!".to_owned()), "{t:?}");
     assert!(t.contains(&"end:Error".to_owned()));
 
     let mut c = Coordinator::new(CoordinatorConfig::default());
     let mut out = Vec::new();
     c.handle(start(), &mut out);
-    c.handle(ev(S, 1, Input::ToolStarted(tool("a", ToolKind::Task, Some("{}"), None))), &mut out);
+    c.handle(ev(S, 1, Input::TextDelta { text: "Let me".into() }), &mut out);
+    c.handle(ev(S, 2, Input::ToolStarted(tool("a", ToolKind::Task, Some("{}"), None))), &mut out);
     c.cancel_all(&mut out);
     c.finish(&mut out); // nothing left to close
-    let t = trace(&sink_facing(out));
-    assert!(t.contains(&"incomplete:Cursor subagent:abort:true".to_owned()), "{t:?}");
-    assert_eq!(t.iter().filter(|l| l.starts_with("closed:")).count(), 1);
-    assert!(t.contains(&"end:Aborted".to_owned()));
+    let events = sink_facing(out);
+    let t = trace(&events);
+    assert_eq!(
+        t,
+        [
+            "open",
+            "msg0",
+            "text:Let me",
+            "incomplete:Cursor subagent:abort:true",
+            "think:Cursor subagent did not complete: aborted\n",
+            "end:Aborted",
+            "closed:cancelled"
+        ]
+    );
+    let error = events.iter().find_map(|e| match &e.kind {
+        Output::MessageEnded { error, .. } => error.clone(),
+        _ => None,
+    });
+    assert_eq!(error.as_deref(), Some("Cancelled: Cursor run was cancelled."));
     assert_eq!(c.runs_open(), 0);
 }
 

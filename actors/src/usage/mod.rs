@@ -8,26 +8,24 @@
 use rustc_hash::FxHashMap as HashMap;
 use std::sync::Arc;
 
+use toolstream_schemas::models::{ModelLimits, ModelTable};
 use toolstream_schemas::{Output, OutputEvent, RunId, StopReason, TokenUsage, Usage};
 
 use crate::item::RunOutput;
 use crate::present::bounds::estimate_tokens;
 
-/// Limits a turn's SDK usage must respect to be believed.
-#[derive(Clone, Copy, Debug)]
+/// Limits a turn's SDK usage must respect to be believed: those of the run's model (SPEC §6c),
+/// from the table of known Cursor models (`schemas/models.json`). Override an entry with
+/// `cfg.models.set(id, ModelLimits{…})`, what unknown models count as with `set_default`.
+#[derive(Clone, Debug, Default)]
 pub struct UsageConfig {
-    pub max_output_tokens: u64,
-    pub context_window: u64,
-}
-
-impl Default for UsageConfig {
-    fn default() -> Self {
-        UsageConfig { max_output_tokens: 128_000, context_window: 2_000_000 }
-    }
+    pub models: ModelTable,
 }
 
 #[derive(Debug, Default)]
 struct RunUsage {
+    /// The run's model's limits.
+    limits: Option<ModelLimits>,
     message_open: bool,
     /// UTF-16 units of this message's text, thinking and tool-call JSON.
     output_units: u64,
@@ -85,12 +83,13 @@ impl UsageCore {
         UsageCore { cfg, runs: HashMap::default() }
     }
 
-    /// Map a turn's SDK usage to pi's (SPEC §6c), or `None` when it is not sane.
-    pub fn sdk_usage(&self, u: &TokenUsage) -> Option<Usage> {
+    /// Map a turn's SDK usage to pi's (SPEC §6c), or `None` when it is not sane for a model with
+    /// these limits (a whole run's total, over the window, never reaches a message).
+    pub fn sdk_usage(limits: ModelLimits, u: &TokenUsage) -> Option<Usage> {
         let cache = u.cache_read_tokens.checked_add(u.cache_write_tokens)?;
         let input = u.input_tokens.checked_sub(cache)?;
         let total = u.input_tokens.checked_add(u.output_tokens)?;
-        if u.output_tokens > self.cfg.max_output_tokens || total > self.cfg.context_window {
+        if u.output_tokens > limits.max_tokens || total > limits.context_window {
             return None;
         }
         Some(Usage {
@@ -113,10 +112,11 @@ impl UsageCore {
         };
         let run = ev.run.clone();
         match &mut ev.kind {
-            Output::RunOpened { prompt, .. } => {
+            Output::RunOpened { prompt, model, .. } => {
                 // The prompt is input once per run: on its first message.
                 let input = prompt.as_deref().map_or(0, estimate_tokens);
-                self.runs.insert(run, RunUsage { input, context: input, ..RunUsage::default() });
+                let limits = Some(self.cfg.models.limits(model.as_deref()));
+                self.runs.insert(run, RunUsage { limits, input, context: input, ..RunUsage::default() });
             }
             Output::MessageStarted { .. } => {
                 let r = self.runs.entry(run).or_default();
@@ -134,14 +134,19 @@ impl UsageCore {
             Output::Card(card) => {
                 let r = self.runs.entry(run).or_default();
                 r.output_units += json_utf16_len(&card.args);
-                let result = estimate_tokens(&card.content);
+                let result = estimate_tokens(&card.result_text);
                 r.next_input += result;
                 r.context += result;
             }
             Output::MessageEnded { turn, stop_reason, usage, .. } => {
-                let cfg_usage = self.runs.get(&run).and_then(|r| r.sdk).and_then(|u| self.sdk_usage(&u));
+                let default_limits = self.cfg.models.limits(None);
                 let r = self.runs.entry(run.clone()).or_default();
-                let (applied, source) = match cfg_usage {
+                let limits = r.limits.unwrap_or(default_limits);
+                let sdk = r.sdk.and_then(|u| UsageCore::sdk_usage(limits, &u));
+                let failed = matches!(stop_reason, StopReason::Error | StopReason::Aborted);
+                let (applied, source) = match sdk {
+                    // Error and aborted messages carry zero usage (SPEC §5.4).
+                    _ if failed => (Usage::default(), "none"),
                     Some(u) => (u, "sdk"),
                     None => {
                         let output = r.output_units.div_ceil(4);

@@ -54,6 +54,7 @@ fn card(content: &str) -> Output {
         headline: "read a".into(),
         args: serde_json::json!({"path": "a"}),
         content: content.into(),
+        result_text: content.into(),
         preview: vec![],
         preview_hidden: 0,
         diff: vec![],
@@ -69,7 +70,10 @@ fn card(content: &str) -> Output {
 
 /// The usage of every MessageEnded.
 fn usages(events: Vec<RunOutput>) -> Vec<Usage> {
-    let mut core = UsageCore::default();
+    usages_with(UsageCore::default(), events)
+}
+
+fn usages_with(mut core: UsageCore, events: Vec<RunOutput>) -> Vec<Usage> {
     let mut out = Vec::new();
     for e in events {
         core.push(e, &mut out);
@@ -189,4 +193,43 @@ fn utf16_units_are_counted_from_utf8_and_while_serializing() {
     }
     let args = serde_json::json!({"command": "echo 🙂", "path": "/tmp/é", "n": [1, 2]});
     assert_eq!(super::json_utf16_len(&args), args.to_string().encode_utf16().count() as u64);
+}
+
+/// One message of a run of `model` whose turn reports `input` tokens of prompt.
+fn one_turn(model: &str, input: u64, output: u64) -> Vec<RunOutput> {
+    vec![
+        ev(0, Output::RunOpened { cwd: None, model: Some(model.into()), prompt: Some("p".into()) }),
+        ev(1, Output::MessageStarted { turn: 0 }),
+        ev(2, Output::Text { turn: 0, delta: "ok".into() }),
+        ev(3, turn(input, output, 0, 0)),
+        ev(4, end(0, StopReason::Stop)),
+    ]
+}
+
+#[test]
+fn turn_usage_is_checked_against_the_runs_model_and_entries_can_be_overridden() {
+    use toolstream_schemas::models::ModelLimits;
+    // composer-2.5 has a 200k window: 250k of prompt is a run total, not a turn's usage.
+    let u = usages(one_turn("composer-2.5", 250_000, 10));
+    assert_eq!((u[0].input, u[0].total_tokens), (1, 2), "estimated: {u:?}");
+    // gpt-5.2 has 272k: the same turn is believed.
+    let u = usages(one_turn("gpt-5.2", 250_000, 10));
+    assert_eq!((u[0].input, u[0].total_tokens), (250_000, 250_010));
+    // An override (a config entry) replaces the table's limits for that model.
+    let mut cfg = super::UsageConfig::default();
+    cfg.models.set("composer-2.5", ModelLimits { context_window: 1_000_000, max_tokens: 64_000 });
+    let u = usages_with(UsageCore::new(cfg), one_turn("composer-2.5", 250_000, 10));
+    assert_eq!(u[0].input, 250_000);
+    // Unknown models count as 200,000 / 64,000.
+    let u = usages(one_turn("some-future-model", 1_000, 64_001));
+    assert_eq!(u[0].output, 1, "estimated: {u:?}");
+}
+
+#[test]
+fn error_and_aborted_messages_carry_zero_usage() {
+    for stop in [StopReason::Error, StopReason::Aborted] {
+        let mut events = one_turn("composer-2.5", 1_000, 10);
+        events[4] = ev(4, end(0, stop));
+        assert_eq!(usages(events), [Usage::default()], "{stop:?}");
+    }
 }

@@ -215,7 +215,14 @@ fn run_end(r: RunResult) -> Result<RunEnd, String> {
     let status = r.run_status().unwrap_or(RunStatus::Error);
     let error = match status {
         RunStatus::Finished => None,
-        _ => Some(r.error_text().map_or_else(|| format!("run {}", status.as_str()), str::to_owned)),
+        _ => {
+            let text = r.error_text().map_or_else(|| format!("run {}", status.as_str()), str::to_owned);
+            // The run's error code, when it reports one, follows its message (SPEC §5.4).
+            Some(match r.error_code() {
+                Some(code) => format!("{text} (code: {code})"),
+                None => text,
+            })
+        }
     };
     Ok(RunEnd {
         status,

@@ -240,7 +240,7 @@ impl Tracker {
     fn take_aborted(&mut self) -> Option<Value> {
         let mut m = self.partial.take()?;
         m["stopReason"] = "aborted".into();
-        m["errorMessage"] = "Cursor run aborted".into();
+        m["errorMessage"] = toolstream_schemas::CANCELLED_MESSAGE.into();
         Some(m)
     }
 }

@@ -216,11 +216,27 @@ model! {
         pub active_editor_result: Option<GrepWorkspaceResult>,
     }
 
-    /// One workspace root's grep result: one of `content`, `files`, `count`.
+    /// One workspace root's grep result: one of `content`, `files`, `count` (CLI), or the
+    /// `@cursor/sdk` form `{type: "content"|"files"|"count", output}` (SPEC §1.2).
     pub struct GrepWorkspaceResult {
         pub content: Option<GrepContentResult>,
         pub files: Option<GrepFilesResult>,
         pub count: Option<GrepCountResult>,
+        pub r#type: Option<String>,
+        pub output: Option<GrepOutput>,
+    }
+
+    /// The SDK's `output` of one root: the fields of whichever result `type` names.
+    pub struct GrepOutput {
+        pub matches: Option<Vec<GrepFileMatches>>,
+        pub files: Option<Vec<String>>,
+        pub counts: Option<Vec<GrepFileCount>>,
+        pub total_matches: Option<Int>,
+        pub total_files: Option<Int>,
+        pub total_lines: Option<Int>,
+        pub total_matched_lines: Option<Int>,
+        pub client_truncated: Option<bool>,
+        pub ripgrep_truncated: Option<bool>,
     }
 
     /// `outputMode: content`.
@@ -234,10 +250,13 @@ model! {
         pub offset_applied: Option<Int>,
     }
 
-    /// The matching (and context) lines of one file.
+    /// The matching (and context) lines of one file (CLI), or one matching line (SDK:
+    /// `{file, lineNumber, line}`).
     pub struct GrepFileMatches {
         pub file: Option<String>,
         pub matches: Option<Vec<GrepLineMatch>>,
+        pub line_number: Option<Int>,
+        pub line: Option<String>,
     }
 
     pub struct GrepLineMatch {
@@ -714,8 +733,9 @@ model! {
         /// `SUBAGENT_BACKGROUND_REASON_UNSPECIFIED`, …
         pub background_reason: Option<String>,
         pub transcript_path: Option<String>,
-        /// SDK form: the subagent's final text.
-        pub result: Option<String>,
+        /// SDK form: the subagent's final text, or its nested tool result
+        /// (`{success: {command?, stdout?, interleavedOutput?}}`), kept raw.
+        pub result: Option<Value>,
         /// SDK form: the task description echoed back.
         pub description: Option<String>,
     }

@@ -4,9 +4,9 @@
 //! Per run: `MessageStarted … MessageEnded` is one assistant message. `Text` deltas form text
 //! blocks, `Thinking` deltas and lifecycle lines (as `"<title>: <label>\n"`) form thinking
 //! blocks, `BlockEnded` closes the open block, and each `Card` becomes one `toolCall` block
-//! (id = the card's replay id, name = its pi tool, arguments = its replay args fitted to that
-//! tool's schema by `pi_args`, or a neutral `cursor` card when they cannot fit) plus the
-//! `toolResult` message that answers it (the recorded content, details and error flag).
+//! (id = the card's replay id, name = its pi tool, arguments = its display arguments, which the
+//! card builder already fitted to that tool's schema) plus the `toolResult` message that answers
+//! it (the card's result text, details and error flag).
 //!
 //! pi only pairs tool calls with results when they end a `toolUse` message: its agent loop never
 //! runs the tools of an `error`/`aborted` message, and its provider context drops such a message
@@ -21,13 +21,11 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use serde_json::Value;
-use toolstream_schemas::{Card, Output, OutputEvent, RunId, RunStatus, StopReason, Usage};
-
-use super::pi_args;
 use super::wire::{
     stop_reason_name, AssistantMessage, ContentBlock, PiUsage, TextContent, ToolCall, ToolResultMessage, UNKNOWN_MODEL,
 };
+use serde_json::Value;
+use toolstream_schemas::{Card, Output, OutputEvent, RunId, RunStatus, StopReason, Usage, CANCELLED_MESSAGE};
 
 /// Which kind of streaming block.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -225,8 +223,7 @@ impl RunState {
     fn card(&mut self, streaming: bool, card: &Card, at: u64, out: &mut Vec<Step>) {
         let b = self.current(at, out);
         b.close_block(streaming, out);
-        let pi = pi_args::fit(&card.pi_tool, object(&card.args), &card.title, &card.summary, &card.details);
-        let call = ToolCall { id: card.replay_id.clone(), name: pi.name, arguments: pi.arguments };
+        let call = ToolCall { id: card.replay_id.clone(), name: card.pi_tool.clone(), arguments: object(&card.args) };
         let index = b.message.content.len();
         let tool_name = call.name.clone();
         b.message.content.push(ContentBlock::ToolCall(call.clone()));
@@ -237,8 +234,8 @@ impl RunState {
             role: "toolResult",
             tool_call_id: card.replay_id.clone(),
             tool_name,
-            content: vec![TextContent::new(card.content.as_str())],
-            details: pi.details,
+            content: vec![TextContent::new(card.result_text.as_str())],
+            details: card.details.clone(),
             is_error: card.is_error,
             // Set when the message ends: pi runs the tools after its message.
             timestamp: 0,
@@ -286,7 +283,7 @@ impl RunState {
         message.stop_reason = stop_reason_name(reason);
         message.error_message = match reason {
             StopReason::Error => Some(error.unwrap_or("Cursor run failed").to_owned()),
-            StopReason::Aborted => Some(error.unwrap_or("Cursor run aborted").to_owned()),
+            StopReason::Aborted => Some(error.unwrap_or(CANCELLED_MESSAGE).to_owned()),
             StopReason::Stop | StopReason::ToolUse => None,
         };
         out.push(Step::End { message, at });

@@ -11,8 +11,9 @@
 //!   thinking text `"<title>: <label>\n"`);
 //!   `toolcall_start{toolCall}`, one `toolcall_delta{delta}` whose `delta` is the JSON text of the
 //!   arguments, `toolcall_end{toolCall}` with the parsed `arguments` — one tool call per card,
-//!   id = the card's replay id, name = its pi tool, arguments fitted to that tool's schema
-//!   (`pi_args`: pi rejects a call whose arguments do not validate, before it runs the tool);
+//!   id = the card's replay id, name = its pi tool, arguments = the card's display arguments,
+//!   which fit that tool's schema (pi rejects a call whose arguments do not validate, before it
+//!   runs the tool; SPEC §4);
 //! - exactly one terminal line: `{"type":"done","reason":"stop"|"toolUse","message":…}` or
 //!   `{"type":"error","reason":"error"|"aborted","error":…}`, carrying the full `AssistantMessage`
 //!   (content, complete `usage` with `cost`, `stopReason`, `timestamp`, and `errorMessage` on
@@ -29,7 +30,8 @@
 //! **`tool_results` (a toolstream extension line).** Right after the `done` of a `toolUse`
 //! message comes `{"type":"tool_results","results":[<ToolResultMessage>…]}`: one pi-ai
 //! `ToolResultMessage` per tool call of that message, in order (`toolCallId`, `toolName`,
-//! `content:[{type:"text",text}]` = the recorded card body, `details`, `isError`, `timestamp`).
+//! `content:[{type:"text",text}]` = the card's result text (what pi's model reads, SPEC §4),
+//! `details`, `isError`, `timestamp`).
 //! It is not an `AssistantMessageEvent`: the extension reads it to answer pi's execution of each
 //! replay tool call with the recorded result, and never forwards it to pi's event stream. Every
 //! tool call has exactly one result; the next message (if any) starts after it.
@@ -40,7 +42,6 @@
 //! The stream is meant for one run at a time (one pi request); lines carry no run id.
 
 pub(crate) mod assemble;
-pub(crate) mod pi_args;
 #[cfg(test)]
 pub(crate) mod testutil;
 pub(crate) mod wire;

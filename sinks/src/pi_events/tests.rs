@@ -202,7 +202,7 @@ fn aborted_and_stop_messages_and_text_after_a_card() {
     let reasons: Vec<&str> = msgs.iter().map(|m| m["stopReason"].as_str().unwrap()).collect();
     assert_eq!(reasons, ["toolUse", "stop", "aborted"]);
     assert_eq!(msgs[1]["content"], json!([{"type": "text", "text": "after"}]));
-    assert_eq!(msgs[2]["errorMessage"], "Cursor run aborted");
+    assert_eq!(msgs[2]["errorMessage"], "Cancelled: Cursor run was cancelled.");
     // Exactly one terminal line per message.
     let starts = out.iter().filter(|l| l["type"] == "start").count();
     let terminals = out.iter().filter(|l| l["type"] == "done" || l["type"] == "error").count();

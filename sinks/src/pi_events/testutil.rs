@@ -69,6 +69,7 @@ pub fn card(label: &str, k: u32, pi_tool: &str, args: Value, content: &str, is_e
         headline: String::new(),
         args,
         content: content.into(),
+        result_text: content.into(),
         preview: Vec::new(),
         preview_hidden: 0,
         diff: Vec::new(),

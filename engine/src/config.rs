@@ -134,6 +134,21 @@ impl SettingValue for PathBuf {
     }
 }
 
+impl SettingValue for Option<PathBuf> {
+    fn parse_text(s: &str, b: Bounds) -> Result<Self, String> {
+        PathBuf::parse_text(s, b).map(Some)
+    }
+    fn parse_toml(v: &Value, b: Bounds) -> Result<Self, String> {
+        PathBuf::parse_toml(v, b).map(Some)
+    }
+    fn to_json(&self) -> serde_json::Value {
+        self.as_ref().map_or(serde_json::Value::Null, |p| p.display().to_string().into())
+    }
+    fn show(&self) -> String {
+        self.as_ref().map_or_else(|| "(none)".to_owned(), |p| p.display().to_string())
+    }
+}
+
 impl SettingValue for Secret {
     fn parse_text(s: &str, _: Bounds) -> Result<Self, String> {
         Ok(Secret::new(Some(s.to_owned())))
@@ -288,6 +303,10 @@ settings! {
     /// Size cap of a debug trace file, in bytes; one `artifact_truncated` line marks the cut.
     trace_limit_bytes: u64 = DEFAULT_TRACE_LIMIT_BYTES, POSITIVE,
         env ["TOOLSTREAM_TRACE_LIMIT_BYTES"], flag None, file true;
+    /// A JSON file in the format of `schemas/models.json` whose entries add to or replace the
+    /// bundled table of Cursor models' context windows and output limits (SPEC §6c; a `default`
+    /// entry sets what unknown models count as).
+    models_file: Option<PathBuf> = None, ANY, env ["TOOLSTREAM_MODELS_FILE"], flag None, file true;
     /// The Cursor API key, scrubbed from every output (never read from the file, never shown).
     api_key: Secret = Secret::default(), ANY, env ["CURSOR_API_KEY"], flag None, file false;
     /// When the terminal cards' queue is full: block (wait) or drop_newest (drop and count).

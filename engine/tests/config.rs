@@ -277,6 +277,13 @@ fn observer(name: &str, dir: &Path) -> Option<Observer> {
                 t.ends_with("{\"type\":\"artifact_truncated\",\"limitBytes\":600}\n")
             })
         }
+        "models_file" => {
+            let file = dir.join("models.json");
+            std::fs::write(&file, r#"{"models": {"composer-2": {"contextWindow": 10, "maxTokens": 5}}}"#).unwrap();
+            let mut ob = o(traced(&sdk), vec![], vec![], Look::File("t.jsonl"), |t| !t.contains("\"source\":\"sdk\""));
+            ob.vars.push(("TOOLSTREAM_MODELS_FILE", file.display().to_string()));
+            ob
+        }
         // Scrubbed from the MCP card (the assistant's own text is never scrubbed, SPEC §8).
         "api_key" => o(cards(&demo), vec![("CURSOR_API_KEY", "SAVE10")], vec![], Look::Stdout, |out| {
             out.contains("{\"code\":\"[redacted]\"")

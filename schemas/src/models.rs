@@ -60,6 +60,19 @@ impl ModelTable {
         Ok(table)
     }
 
+    /// Apply overrides in the `models.json` format: each listed model is added or replaced, and a
+    /// `default` replaces what unknown models count as.
+    pub fn merge_json(&mut self, text: &str) -> Result<(), serde_json::Error> {
+        let file: TableFile = serde_json::from_str(text)?;
+        if let Some(d) = file.default {
+            self.default = d;
+        }
+        for (id, limits) in file.models {
+            self.set(&id, limits);
+        }
+        Ok(())
+    }
+
     /// Add or replace one model's limits (a configuration override).
     pub fn set(&mut self, model: &str, limits: ModelLimits) {
         self.models.insert(normalize_model_id(model), limits);
@@ -106,6 +119,18 @@ pub fn normalize_model_id(id: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn overrides_merge_into_the_bundled_table() {
+        let mut t = ModelTable::default();
+        let auto = t.limits(Some("auto"));
+        t.merge_json(r#"{"models": {"composer-2": {"contextWindow": 1000, "maxTokens": 10}}}"#).unwrap();
+        assert_eq!(t.limits(Some("Composer 2")), ModelLimits { context_window: 1000, max_tokens: 10 });
+        assert_eq!(t.limits(Some("auto")), auto, "entries not named stay");
+        t.merge_json(r#"{"default": {"contextWindow": 5, "maxTokens": 1}}"#).unwrap();
+        assert_eq!(t.limits(Some("no-such-model")), ModelLimits { context_window: 5, max_tokens: 1 });
+        assert!(t.merge_json("{\"models\": []}").is_err());
+    }
 
     #[test]
     fn the_bundled_table_parses_and_knows_composer() {

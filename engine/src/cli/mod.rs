@@ -95,8 +95,17 @@ impl InputArgs {
         Ok(cfg)
     }
 
-    pub fn pipeline_options(&self, cfg: &Config) -> PipelineOptions {
-        PipelineOptions {
+    pub fn pipeline_options(&self, cfg: &Config) -> anyhow::Result<PipelineOptions> {
+        let mut usage = toolstream_actors::usage::UsageConfig::default();
+        if let Some(path) = &cfg.models_file.value {
+            let text = std::fs::read_to_string(path)
+                .map_err(|e| anyhow::anyhow!("cannot read the models file {}: {e}", path.display()))?;
+            usage
+                .models
+                .merge_json(&text)
+                .map_err(|e| anyhow::anyhow!("models file {} is not in the models.json format: {e}", path.display()))?;
+        }
+        Ok(PipelineOptions {
             strict: self.strict,
             format: self.format.format(),
             max_line_bytes: usize::try_from(self.max_line_bytes.0).unwrap_or(usize::MAX),
@@ -107,10 +116,10 @@ impl InputArgs {
                 batch_settle_ms: cfg.batch_settle_ms.value,
                 usage_wait_ms: cfg.usage_wait_ms.value,
                 usage_poll_ms: cfg.usage_poll_ms.value,
-                ..ShardConfig::default()
+                usage,
             },
             ..PipelineOptions::default()
-        }
+        })
     }
 }
 

@@ -24,6 +24,6 @@ pub struct PiProviderArgs {
 
 pub fn run(args: PiProviderArgs) -> anyhow::Result<i32> {
     let config = args.input.config()?;
-    let pipeline = args.input.pipeline_options(&config);
+    let pipeline = args.input.pipeline_options(&config)?;
     Ok(serve(ProviderOptions { pipeline, config, realtime: args.realtime, cursor_agent: args.cursor_agent }))
 }

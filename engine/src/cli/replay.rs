@@ -35,7 +35,7 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<i32> {
         trace_limit_bytes: cfg.trace_limit_bytes.value,
     };
     let plans = specs.iter().map(|spec| spec.plan(&ctx, cfg.when_full(spec.kind))).collect();
-    let mut opts = args.input.pipeline_options(&cfg);
+    let mut opts = args.input.pipeline_options(&cfg)?;
     opts.realtime = args.realtime;
     // Ctrl-C: cancel every open run, flush every sink (none may hold the others up for longer
     // than the grace period), say what was dropped, exit 130. Installed before the sinks open (a

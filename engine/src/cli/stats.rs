@@ -13,7 +13,7 @@ use crate::source::Source;
 /// zeros would read as an empty file).
 pub fn run(args: StatsArgs) -> anyhow::Result<i32> {
     let cfg = args.input.config()?;
-    let mut pipeline = Pipeline::new(args.input.pipeline_options(&cfg), Vec::new())?;
+    let mut pipeline = Pipeline::new(args.input.pipeline_options(&cfg)?, Vec::new())?;
     let mut unreadable = false;
     let mut stopped = false;
     for file in &args.files {

@@ -426,6 +426,11 @@ pub struct Card {
     pub is_error: bool,
     pub started_ms: Option<u64>,
     pub completed_ms: Option<u64>,
+    /// The recorded result (the inner object of its arm, `details.status` names the arm),
+    /// scrubbed and bounded like `args`: for sinks that store the call itself rather than show it
+    /// (Cursor bubbles). Not part of the serialized card.
+    #[serde(skip)]
+    pub recorded_result: Option<serde_json::Value>,
 }
 
 /// How a display line is styled.

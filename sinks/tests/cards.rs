@@ -45,6 +45,7 @@ fn card(content: &str) -> Card {
         is_error: false,
         started_ms: None,
         completed_ms: None,
+        recorded_result: None,
     }
 }
 

@@ -51,6 +51,7 @@ fn card(call_id: &str, is_error: bool) -> Card {
         is_error,
         started_ms: Some(1_000),
         completed_ms: Some(1_250),
+        recorded_result: None,
     }
 }
 

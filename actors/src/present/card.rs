@@ -52,6 +52,12 @@ pub fn build_card(ctx: &CardContext<'_>, ev: &ToolEvent) -> Card {
     let mut card = assemble(ctx, &ev.tool, rendered, raw_args, status, call_ref(&ev.call_id));
     card.started_ms = ev.started_at_ms;
     card.completed_ms = ev.completed_at_ms;
+    card.recorded_result =
+        ev.result.as_ref().and_then(|r| serde_json::from_str::<Value>(r.value.get()).ok()).map(|mut v| {
+            ctx.scrubber.scrub_json(&mut v);
+            bound_strings(&mut v);
+            v
+        });
     card
 }
 
@@ -213,6 +219,7 @@ fn assemble(
         is_error: r.is_error,
         started_ms: None,
         completed_ms: None,
+        recorded_result: None,
     }
 }
 

@@ -48,6 +48,7 @@ fn card(content: &str) -> Output {
         is_error: false,
         started_ms: None,
         completed_ms: None,
+        recorded_result: None,
     };
     Output::Card(Box::new(c))
 }

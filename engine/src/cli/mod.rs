@@ -2,6 +2,7 @@
 
 mod bench;
 mod config_cmd;
+pub mod cursor_db;
 mod pi_provider;
 mod replay;
 mod stats;
@@ -115,9 +116,18 @@ pub struct ReplayArgs {
     /// Where to deliver the stream; repeatable. `cards` (terminal cards on stdout, the default
     /// when no sink is named), `jsonl=PATH` (the JSONL debug trace: allowlisted fields, hashed
     /// call ids, capped at 2 MiB) or `pi-session=PATH` (one pi session file, format v3, for
-    /// every run: open it with `pi --session PATH`; written whole and renamed into place).
+    /// every run: open it with `pi --session PATH`; written whole and renamed into place),
+    /// `pi-sessions[=DIR]` (one pi session per Cursor chat, named as pi names its own, in DIR or
+    /// by default in pi's sessions folder for the chat's working directory, so `pi -r` lists
+    /// them; an existing file is left alone unless --force) or `cursor-db=PATH` (each run as a
+    /// conversation of a Cursor chat database, created if absent).
     #[arg(long = "sink", value_name = "SPEC")]
     pub sinks: Vec<SinkSpec>,
+    /// Overwrite pi session files that already exist (`--sink pi-sessions`).
+    #[arg(long)]
+    pub force: bool,
+    #[command(flatten)]
+    pub cursor_db: cursor_db::CursorDbArgs,
     /// Also write the JSONL debug trace to FILE (same as `--sink jsonl=FILE`).
     #[arg(long, value_name = "FILE")]
     pub trace: Option<PathBuf>,
@@ -176,6 +186,9 @@ pub enum SinkSpec {
     Cards,
     Jsonl(PathBuf),
     PiSession(PathBuf),
+    /// One pi session per chat, in a folder (`None`: pi's own sessions folder per working directory).
+    PiSessions(Option<PathBuf>),
+    CursorDb(PathBuf),
 }
 
 impl FromStr for SinkSpec {
@@ -193,7 +206,14 @@ impl FromStr for SinkSpec {
             ("jsonl", _) => Err("`jsonl` needs a file: `--sink jsonl=trace.jsonl`".into()),
             ("pi-session", Some(path)) if !path.is_empty() => Ok(SinkSpec::PiSession(PathBuf::from(path))),
             ("pi-session", _) => Err("`pi-session` needs a file: `--sink pi-session=session.jsonl`".into()),
-            _ => Err(format!("unknown sink `{name}`; available: cards, jsonl=PATH, pi-session=PATH")),
+            ("pi-sessions", None) => Ok(SinkSpec::PiSessions(None)),
+            ("pi-sessions", Some(dir)) if !dir.is_empty() => Ok(SinkSpec::PiSessions(Some(PathBuf::from(dir)))),
+            ("pi-sessions", _) => Err("`pi-sessions=` needs a folder (or nothing, for pi's own)".into()),
+            ("cursor-db", Some(path)) if !path.is_empty() => Ok(SinkSpec::CursorDb(PathBuf::from(path))),
+            ("cursor-db", _) => Err("`cursor-db` needs a database file: `--sink cursor-db=chats.vscdb`".into()),
+            _ => Err(format!(
+                "unknown sink `{name}`; available: cards, jsonl=PATH, pi-session=PATH, pi-sessions[=DIR], cursor-db=PATH"
+            )),
         }
     }
 }

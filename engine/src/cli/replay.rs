@@ -8,12 +8,24 @@ use toolstream_sinks::cards::{CardsOptions, CardsSink};
 use toolstream_sinks::jsonl_trace::JsonlTraceSink;
 use toolstream_sinks::Sink;
 
-use super::{ColorArg, ReplayArgs, SinkSpec};
+use super::{cursor_db, ColorArg, ReplayArgs, SinkSpec};
 use crate::pipeline::{Pipeline, PipelineError};
 use crate::source::Source;
 
 pub fn run(args: ReplayArgs) -> anyhow::Result<i32> {
     let cfg = args.input.config()?;
+    let cursor_db = match &args.cursor_db.from_cursor_db {
+        Some(path) if args.cursor_db.list => {
+            let scrubber = args.input.pipeline_options(&cfg).shard.scrubber;
+            return cursor_db::print_list(path, &scrubber);
+        }
+        Some(path) => {
+            let db = crate::cursor_db::CursorDb::open(path)?;
+            let ids = cursor_db::selection(&args.cursor_db, &db)?;
+            Some((db, ids))
+        }
+        None => None,
+    };
     let color = match args.color {
         ColorArg::Always => true,
         ColorArg::Never => false,
@@ -45,6 +57,8 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<i32> {
                     .map_err(|e| anyhow::anyhow!("cannot write pi session {}: {e}", path.display()))?;
                 sinks.push(Box::new(sink));
             }
+            SinkSpec::PiSessions(dir) => sinks.push(cursor_db::pi_sessions_sink(dir.as_deref(), args.force)?),
+            SinkSpec::CursorDb(path) => sinks.push(cursor_db::cursor_db_sink(&path, &args.cursor_db)?),
         }
     }
     let mut opts = args.input.pipeline_options(&cfg);
@@ -62,8 +76,20 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<i32> {
         handler.cancel();
         std::process::exit(130);
     });
-    let files = if args.files.is_empty() { vec![PathBuf::from("-")] } else { args.files.clone() };
+    let files =
+        if args.files.is_empty() && cursor_db.is_none() { vec![PathBuf::from("-")] } else { args.files.clone() };
     let mut failed_read = false;
+    if let Some((db, ids)) = &cursor_db {
+        let mut report = |e: &crate::decode::DecodeError| eprintln!("toolstream: {e}");
+        match cursor_db::feed(&mut pipeline, db, ids, &mut report) {
+            Ok(Ok(()) | Err(PipelineError::Cancelled)) => {}
+            Ok(Err(e)) => eprintln!("toolstream: {e}"),
+            Err(e) => {
+                eprintln!("toolstream: {e:#}");
+                failed_read = true;
+            }
+        }
+    }
     for file in &files {
         let source = Source::from_arg(file);
         let mut report = |e: &crate::decode::DecodeError| eprintln!("toolstream: {e}");

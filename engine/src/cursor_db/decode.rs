@@ -310,7 +310,8 @@ impl<'a> Conversation<'a> {
         let value = match (payload_kind, &status) {
             (_, None) => None,
             (Some(kind), Some(st)) => {
-                let ctx = ResultContext { args: &args, additional: tf.additional_data.as_ref(), content: &content, failed };
+                let ctx =
+                    ResultContext { args: &args, additional: tf.additional_data.as_ref(), content: &content, failed };
                 let v = canonical_result(kind, result.clone(), &ctx);
                 let check = match &v {
                     Some(v) if st.is_success() => parse_success(kind, &v.to_string()).err(),

@@ -48,7 +48,12 @@ pub fn list(db: &CursorDb) -> Result<Vec<Conversation>, CursorDbError> {
     Ok(out)
 }
 
-fn summary(db: &CursorDb, id: &str, data: &ComposerData, head: Option<&ComposerHead>) -> Result<Conversation, CursorDbError> {
+fn summary(
+    db: &CursorDb,
+    id: &str,
+    data: &ComposerData,
+    head: Option<&ComposerHead>,
+) -> Result<Conversation, CursorDbError> {
     let ms = |own: &Option<serde_json::Value>, theirs: Option<&Option<serde_json::Value>>| {
         own.as_ref().or(theirs.and_then(Option::as_ref)).and_then(time_ms)
     };

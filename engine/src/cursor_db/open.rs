@@ -107,9 +107,7 @@ impl CursorDb {
     fn table_value(&self, table: &str, key: &str) -> Result<Option<String>, CursorDbError> {
         let sql = format!("SELECT value FROM {table} WHERE key = ?1");
         let mut stmt = self.conn.prepare_cached(&sql).map_err(|e| self.error(e))?;
-        stmt.query_row([key], |r| Ok(text_of(r.get_ref(0)?)))
-            .optional()
-            .map_err(|e| self.error(e))
+        stmt.query_row([key], |r| Ok(text_of(r.get_ref(0)?))).optional().map_err(|e| self.error(e))
     }
 
     /// Every `cursorDiskKV` row whose key starts with `prefix`, in key order.
@@ -217,7 +215,9 @@ fn classify(path: &Path, e: rusqlite::Error) -> CursorDbError {
     match code(&e) {
         Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked) => CursorDbError::Locked(path.to_path_buf()),
         Some(ErrorCode::NotADatabase) => CursorDbError::NotSqlite(path.to_path_buf()),
-        Some(ErrorCode::DatabaseCorrupt) => CursorDbError::Malformed { path: path.to_path_buf(), detail: e.to_string() },
+        Some(ErrorCode::DatabaseCorrupt) => {
+            CursorDbError::Malformed { path: path.to_path_buf(), detail: e.to_string() }
+        }
         _ => sqlite(path, e),
     }
 }

@@ -87,6 +87,10 @@ struct Conversation {
 struct RunState {
     /// Bubbles made so far (their ids' seed).
     made: u64,
+    /// The run's first event time that is not 0 (a source line without a time gives 0).
+    base: u64,
+    /// The prompt, written as the first bubble once the run's first time is known.
+    prompt: Option<String>,
     turn: u32,
     tool_index: u32,
     text: Option<(String, u64)>,
@@ -150,15 +154,24 @@ impl CursorDbSink {
     }
 
     fn event(&mut self, ev: &OutputEvent) -> Result<(), SinkError> {
-        let at = ev.at_ms;
-        match &ev.kind {
-            Output::RunOpened { cwd, model, prompt } => {
-                self.conversation(&ev.run, at, cwd.as_deref(), model.as_deref(), prompt.as_deref())?;
-                self.runs.insert(ev.run.clone(), RunState::default());
-                if let Some(p) = prompt {
-                    self.bubble(&ev.run, at, BUBBLE_USER, json!({ "text": p }))?;
-                }
+        if let Output::RunOpened { cwd, model, prompt } = &ev.kind {
+            self.conversation(&ev.run, ev.at_ms, cwd.as_deref(), model.as_deref(), prompt.as_deref())?;
+            let state = RunState { prompt: prompt.clone(), ..RunState::default() };
+            self.runs.insert(ev.run.clone(), state);
+        }
+        // Event time 0 (a line without a time) is the run's first known time.
+        let state = self.run(&ev.run);
+        if state.base == 0 && ev.at_ms > 0 {
+            state.base = ev.at_ms;
+        }
+        let at = if ev.at_ms == 0 { state.base } else { ev.at_ms };
+        if at > 0 || matches!(ev.kind, Output::RunClosed { .. }) {
+            if let Some(p) = self.run(&ev.run).prompt.take() {
+                self.bubble(&ev.run, at, BUBBLE_USER, json!({ "text": p }))?;
             }
+        }
+        match &ev.kind {
+            Output::RunOpened { .. } => {}
             Output::MessageStarted { turn } => {
                 self.flush_blocks(&ev.run)?;
                 let run = self.run(&ev.run);
@@ -264,7 +277,7 @@ impl CursorDbSink {
                 }
             }
             if let Some(t) = data.created_at.as_ref().and_then(toolstream_schemas::cursor_bubble::time_ms) {
-                c.created = c.created.min(t);
+                c.created = if c.created == 0 { t } else { c.created.min(t) };
             }
         }
         self.conversations.insert(run.session.clone(), c);
@@ -298,6 +311,9 @@ impl CursorDbSink {
         if let Some(conv) = self.conversations.get_mut(&run.session) {
             if !conv.headers.iter().any(|(id, _)| *id == bubble_id) {
                 conv.headers.push((bubble_id, kind));
+            }
+            if at > 0 && (conv.created == 0 || at < conv.created) {
+                conv.created = at;
             }
             conv.updated = conv.updated.max(at);
         }
@@ -497,6 +513,11 @@ impl Sink for CursorDbSink {
     fn checkpoint(&mut self) -> Result<(), SinkError> {
         let open: Vec<Arc<RunId>> = self.runs.keys().cloned().collect();
         for run in open {
+            let state = self.run(&run);
+            if let Some(p) = state.prompt.take() {
+                let at = state.base;
+                self.bubble(&run, at, BUBBLE_USER, json!({ "text": p }))?;
+            }
             self.flush_blocks(&run)?;
             let session = run.session.clone();
             self.write_conversation(&session)?;

@@ -4,8 +4,6 @@
 // Test helpers outside `#[test]` fns may fail loudly too.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::path::PathBuf;
-
 use serde_json::{json, Value};
 use toolstream_schemas::cursor_cli::tool_models::{parse_args, parse_success, Unmodeled};
 use toolstream_schemas::cursor_sdk::{

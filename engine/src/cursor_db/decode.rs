@@ -31,6 +31,9 @@ use crate::decode::DecodeError;
 /// One decoded item: an event, or a report about a bubble.
 pub type Decoded = Result<InputEvent, DecodeError>;
 
+/// A bubble's key and the bubble (or why it could not be read).
+type KeyedBubble = (String, Result<Bubble, String>);
+
 /// Decode conversation `id` of `db`, appending its events and reports to `out` in order.
 pub fn conversation_events(db: &CursorDb, id: &str, out: &mut Vec<Decoded>) -> Result<(), CursorDbError> {
     let key = composer_key(id);
@@ -66,7 +69,7 @@ fn bubbles(
     data: &ComposerData,
     out: &mut Vec<Decoded>,
     conv: &Conversation<'_>,
-) -> Result<Vec<(String, Result<Bubble, String>)>, CursorDbError> {
+) -> Result<Vec<KeyedBubble>, CursorDbError> {
     let mut list = Vec::new();
     let parse = |raw: &str| serde_json::from_str::<Bubble>(raw).map_err(|e| e.to_string());
     if let (None, Some(inline)) = (&data.full_conversation_headers_only, &data.conversation) {

@@ -77,6 +77,7 @@ pub fn card(label: &str, k: u32, pi_tool: &str, args: Value, content: &str, is_e
         is_error,
         started_ms: None,
         completed_ms: None,
+        recorded_result: None,
     }))
 }
 

@@ -98,6 +98,17 @@ fn run(args: &[&str]) -> common::Run {
     common::toolstream(args, None)
 }
 
+/// Replay `args` (after `replay`) with a pi session sink at `session`; exit 0; the session's lines.
+fn replay_to_session(args: &[&str], session: &Path) -> Vec<Value> {
+    let sink = format!("pi-session={}", session.display());
+    let mut all = vec!["replay"];
+    all.extend_from_slice(args);
+    all.extend(["--sink", sink.as_str()]);
+    let r = run(&all);
+    assert_eq!(r.code, 0, "{all:?}: {}", r.stderr);
+    session_lines(session)
+}
+
 fn session_lines(path: &Path) -> Vec<Value> {
     std::fs::read_to_string(path).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect()
 }
@@ -203,17 +214,8 @@ fn the_real_conversation_replays_to_a_session_pi_accepts() {
     let convo = fixture_json(CONVO).unwrap();
     let bubbles = convo["bubbles"].as_array().unwrap();
     let session = dir.join("s.jsonl");
-    let r = run(&[
-        "replay",
-        "--from-cursor-db",
-        db.to_str().unwrap(),
-        "--composer",
-        &convo_id,
-        "--sink",
-        &format!("pi-session={}", session.display()),
-    ]);
-    assert_eq!(r.code, 0, "{}", r.stderr);
-    let lines = session_lines(&session);
+    let db_arg = db.to_str().unwrap();
+    let lines = replay_to_session(&["--from-cursor-db", db_arg, "--composer", &convo_id], &session);
     let msgs = messages(&lines);
     // The prompt is the user bubble's text.
     assert_eq!(msgs[0]["role"], "user");
@@ -245,24 +247,14 @@ fn the_real_conversation_replays_to_a_session_pi_accepts() {
     let expected: String = bubbles.iter().filter_map(|b| b["text"].as_str()).skip(1).collect::<String>();
     assert_eq!(assistant_text(&lines), expected.split_whitespace().collect::<String>());
     // The thinking bubble is thinking.
-    let thinking = bubbles[1]["thinking"]["text"].as_str().unwrap();
+    let thinking: String = bubbles[1]["thinking"]["text"].as_str().unwrap().chars().take(60).collect();
     assert!(msgs.iter().any(|m| m["content"].as_array().is_some_and(|c| c
         .iter()
-        .any(|b| b["type"] == "thinking" && b["thinking"].as_str().is_some_and(|t| t.contains(&thinking[..60]))))));
+        .any(|b| b["type"] == "thinking" && b["thinking"].as_str().is_some_and(|t| t.contains(&thinking))))));
 
     // The agent-hub sample: a prompt, an empty thinking bubble, one answer.
     let hub_session = dir.join("hub.jsonl");
-    let r = run(&[
-        "replay",
-        "--from-cursor-db",
-        db.to_str().unwrap(),
-        "--composer",
-        &hub_id,
-        "--sink",
-        &format!("pi-session={}", hub_session.display()),
-    ]);
-    assert_eq!(r.code, 0, "{}", r.stderr);
-    let hub = session_lines(&hub_session);
+    let hub = replay_to_session(&["--from-cursor-db", db_arg, "--composer", &hub_id], &hub_session);
     assert_eq!(messages(&hub)[0]["content"][0]["text"], "hi");
     assert_eq!(assistant_text(&hub), "你好，需要我帮你做什么？");
     assert_eq!(hub[0]["cwd"], "/Users/dev/AiProject/demo-app");
@@ -465,25 +457,8 @@ fn every_capture_survives_a_round_trip_through_a_cursor_database() {
         let db = dir.join("rt.vscdb");
         let (a, b) = (dir.join("a.jsonl"), dir.join("b.jsonl"));
         let name = common::name(capture);
-        let r = run(&[
-            "replay",
-            capture.to_str().unwrap(),
-            "--sink",
-            &format!("cursor-db={}", db.display()),
-            "--sink",
-            &format!("pi-session={}", a.display()),
-        ]);
-        assert_eq!(r.code, 0, "{name}: {}", r.stderr);
-        let r = run(&[
-            "replay",
-            "--from-cursor-db",
-            db.to_str().unwrap(),
-            "--all",
-            "--sink",
-            &format!("pi-session={}", b.display()),
-        ]);
-        assert_eq!(r.code, 0, "{name}: {}", r.stderr);
-        let (la, lb) = (session_lines(&a), session_lines(&b));
+        let la = replay_to_session(&[capture.to_str().unwrap(), "--sink", &format!("cursor-db={}", db.display())], &a);
+        let lb = replay_to_session(&["--from-cursor-db", db.to_str().unwrap(), "--all"], &b);
         assert_eq!(calls(&lb), calls(&la), "{name}: the calls differ");
         assert_eq!(assistant_text(&lb), assistant_text(&la), "{name}: the text differs");
         check_rows(&db, &name, calls(&la).len());
@@ -528,17 +503,17 @@ fn the_sink_never_writes_cursor_s_own_database_unasked_and_reports_a_locked_one(
     let dir = common::tempdir();
     let example = common::example("demo.jsonl");
     let live = dir.join("state.vscdb");
-    let r = run(&["replay", example.to_str().unwrap(), "--sink", &format!("cursor-db={}", live.display())]);
+    let sink = format!("cursor-db={}", live.display());
+    let write = |flags: &[&str]| {
+        let mut args = vec!["replay", example.to_str().unwrap(), "--sink", sink.as_str()];
+        args.extend_from_slice(flags);
+        run(&args)
+    };
+    let r = write(&[]);
     assert_eq!(r.code, 2, "{}", r.stderr);
     assert!(r.stderr.contains("--i-know-cursor-is-closed"), "{}", r.stderr);
     assert!(!live.exists());
-    let r = run(&[
-        "replay",
-        example.to_str().unwrap(),
-        "--sink",
-        &format!("cursor-db={}", live.display()),
-        "--i-know-cursor-is-closed",
-    ]);
+    let r = write(&["--i-know-cursor-is-closed"]);
     assert_eq!(r.code, 0, "{}", r.stderr);
     let c = Connection::open(&live).unwrap();
     let n: i64 =
@@ -547,24 +522,11 @@ fn the_sink_never_writes_cursor_s_own_database_unasked_and_reports_a_locked_one(
     // Writing the same input again replaces the same rows.
     let rows = |c: &Connection| c.query_row("SELECT count(*) FROM cursorDiskKV", [], |r| r.get::<_, i64>(0)).unwrap();
     let first = rows(&c);
-    let again = run(&[
-        "replay",
-        example.to_str().unwrap(),
-        "--sink",
-        &format!("cursor-db={}", live.display()),
-        "--i-know-cursor-is-closed",
-    ]);
-    assert_eq!(again.code, 0);
+    assert_eq!(write(&["--i-know-cursor-is-closed"]).code, 0);
     assert_eq!(rows(&c), first);
-    // A database another writer holds: a sink error, exit 1, nothing half-written.
+    // A database another writer holds: an error, and nothing half-written.
     c.execute_batch("BEGIN EXCLUSIVE; DELETE FROM cursorDiskKV;").unwrap();
-    let r = run(&[
-        "replay",
-        example.to_str().unwrap(),
-        "--sink",
-        &format!("cursor-db={}", live.display()),
-        "--i-know-cursor-is-closed",
-    ]);
+    let r = write(&["--i-know-cursor-is-closed"]);
     assert_ne!(r.code, 0);
     assert!(r.stderr.contains("locked"), "{}", r.stderr);
     c.execute_batch("ROLLBACK").unwrap();
@@ -655,28 +617,18 @@ fn pi_sessions_go_where_pi_lists_and_opens_them_once() {
 fn the_single_file_form_warns_when_several_chats_reach_it() {
     let dir = common::tempdir();
     let Some((db, _, _)) = fixture_db(&dir, None) else { return };
-    let session = dir.join("all.jsonl");
-    let r = run(&[
-        "replay",
-        "--from-cursor-db",
-        db.to_str().unwrap(),
-        "--all",
-        "--sink",
-        &format!("pi-session={}", session.display()),
-    ]);
-    assert_eq!(r.code, 0, "{}", r.stderr);
-    assert!(r.stderr.contains("several Cursor chats"), "{}", r.stderr);
-    let one = run(&[
-        "replay",
-        "--from-cursor-db",
-        db.to_str().unwrap(),
-        "--composer",
-        "dc0a49f7-ea72-4ce8-bfad-10db22d991b0",
-        "--sink",
-        &format!("pi-session={}", dir.join("one.jsonl").display()),
-    ]);
-    assert_eq!(one.code, 0);
-    assert!(!one.stderr.contains("several Cursor chats"), "{}", one.stderr);
+    let db_arg = db.to_str().unwrap();
+    let warned = |args: &[&str], file: &str| {
+        let mut all = vec!["replay", "--from-cursor-db", db_arg];
+        all.extend_from_slice(args);
+        let sink = format!("pi-session={}", dir.join(file).display());
+        all.extend(["--sink", sink.as_str()]);
+        let r = run(&all);
+        assert_eq!(r.code, 0, "{}", r.stderr);
+        r.stderr.contains("several Cursor chats")
+    };
+    assert!(warned(&["--all"], "all.jsonl"));
+    assert!(!warned(&["--composer", "dc0a49f7-ea72-4ce8-bfad-10db22d991b0"], "one.jsonl"));
     // Several conversations and neither --composer nor --all: a usage error that says what to do.
     let r = run(&["replay", "--from-cursor-db", db.to_str().unwrap()]);
     assert_eq!(r.code, 2);

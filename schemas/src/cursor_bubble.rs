@@ -15,6 +15,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use crate::cursor_cli::tool_models::{model, report_extra, visit_field, Extra, Unmodeled};
 use crate::event::ResultStatus;
 use crate::num::Int;
 use crate::tools::{Tool, ToolKind};
@@ -51,84 +52,109 @@ pub fn composer_key(composer: &str) -> String {
     format!("{COMPOSER_DATA_PREFIX}{composer}")
 }
 
-/// Fields a model does not name, kept verbatim.
-pub type Extra = Map<String, Value>;
+model! {
+    /// `cursorDiskKV` `composerData:<id>`: one conversation.
+    pub struct ComposerData {
+        #[serde(rename = "_v")]
+        pub version: Option<Value>,
+        pub composer_id: Option<String>,
+        pub name: Option<String>,
+        /// Unix ms (a number; older builds wrote strings).
+        pub created_at: Option<Value>,
+        pub last_updated_at: Option<Value>,
+        /// `completed`, `aborted`, `generating`, `none`, … (toolstream also writes `error`).
+        pub status: Option<String>,
+        /// The bubble order (newer builds): the bubbles themselves are separate rows.
+        pub full_conversation_headers_only: Option<Vec<ConversationHeader>>,
+        /// The bubbles inline (older builds).
+        pub conversation: Option<Vec<Value>>,
+        pub model_config: Option<ModelConfig>,
+        pub workspace_identifier: Option<WorkspaceIdentifier>,
+    }
 
-/// `cursorDiskKV` `composerData:<id>`: one conversation.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
-pub struct ComposerData {
-    #[serde(rename = "_v", skip_serializing_if = "Option::is_none")]
-    pub version: Option<Value>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub composer_id: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub name: Option<String>,
-    /// Unix ms (a number; older builds wrote strings).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub created_at: Option<Value>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub last_updated_at: Option<Value>,
-    /// `completed`, `aborted`, `generating`, `none`, … (toolstream also writes `error`).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub status: Option<String>,
-    /// The bubble order (newer builds): the bubbles themselves are separate rows.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub full_conversation_headers_only: Option<Vec<ConversationHeader>>,
-    /// The bubbles inline (older builds).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub conversation: Option<Vec<Value>>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub model_config: Option<ModelConfig>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub workspace_identifier: Option<WorkspaceIdentifier>,
-    #[serde(flatten)]
-    pub extra: Extra,
-}
+    /// One entry of `fullConversationHeadersOnly`.
+    pub struct ConversationHeader {
+        pub bubble_id: Option<String>,
+        #[serde(rename = "type")]
+        pub kind: Option<Int>,
+    }
 
-/// One entry of `fullConversationHeadersOnly`.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
-pub struct ConversationHeader {
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub bubble_id: Option<String>,
-    #[serde(rename = "type", skip_serializing_if = "Option::is_none")]
-    pub kind: Option<Int>,
-    #[serde(flatten)]
-    pub extra: Extra,
-}
+    /// `modelConfig` of a conversation, `modelInfo` of a bubble.
+    pub struct ModelConfig {
+        pub model_name: Option<String>,
+    }
 
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
-pub struct ModelConfig {
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub model_name: Option<String>,
-    #[serde(flatten)]
-    pub extra: Extra,
-}
+    /// The workspace a conversation belongs to.
+    pub struct WorkspaceIdentifier {
+        pub id: Option<String>,
+        pub uri: Option<WorkspaceUri>,
+    }
 
-/// The workspace a conversation belongs to.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
-pub struct WorkspaceIdentifier {
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub id: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub uri: Option<WorkspaceUri>,
-    #[serde(flatten)]
-    pub extra: Extra,
-}
+    /// A VS Code URI as JSON.
+    pub struct WorkspaceUri {
+        pub fs_path: Option<String>,
+        pub path: Option<String>,
+    }
 
-/// A VS Code URI as JSON.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
-pub struct WorkspaceUri {
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub fs_path: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub path: Option<String>,
-    #[serde(flatten)]
-    pub extra: Extra,
+    /// `ItemTable` `composer.composerHeaders` (Cursor 3.x): every conversation's header, kept as
+    /// JSON (entries are rewritten whole; [`ComposerHead`] reads one).
+    pub struct ComposerHeaders {
+        pub all_composers: Option<Vec<Value>>,
+    }
+
+    /// One entry of `allComposers`.
+    pub struct ComposerHead {
+        pub composer_id: Option<String>,
+        pub name: Option<String>,
+        pub created_at: Option<Value>,
+        pub last_updated_at: Option<Value>,
+        pub workspace_identifier: Option<WorkspaceIdentifier>,
+    }
+
+    /// `cursorDiskKV` `bubbleId:<composer>:<bubble>`: one message.
+    pub struct Bubble {
+        #[serde(rename = "_v")]
+        pub version: Option<Value>,
+        /// 1 user, 2 assistant.
+        #[serde(rename = "type")]
+        pub kind: Option<Int>,
+        pub bubble_id: Option<String>,
+        /// ISO-8601 (unix ms in some builds).
+        pub created_at: Option<Value>,
+        pub text: Option<String>,
+        pub capability_type: Option<Int>,
+        pub thinking: Option<Thinking>,
+        pub thinking_duration_ms: Option<Int>,
+        pub tool_former_data: Option<ToolFormerData>,
+        pub model_info: Option<ModelConfig>,
+    }
+
+    /// A bubble's reasoning.
+    pub struct Thinking {
+        pub text: Option<String>,
+        pub signature: Option<String>,
+    }
+
+    /// A tool bubble's call.
+    pub struct ToolFormerData {
+        /// The numeric tool id ([`BUBBLE_TOOLS`]).
+        pub tool: Option<Int>,
+        pub tool_call_id: Option<String>,
+        pub tool_index: Option<Int>,
+        pub model_call_id: Option<String>,
+        /// `loading`, `completed`, `cancelled`, `error`.
+        pub status: Option<String>,
+        pub name: Option<String>,
+        /// The model's arguments: a JSON string (an object is accepted too).
+        pub raw_args: Option<Value>,
+        /// Cursor's normalised parameters: a JSON string (an object is accepted too).
+        pub params: Option<Value>,
+        /// The result: a JSON string (an object is accepted too).
+        pub result: Option<Value>,
+        pub additional_data: Option<Value>,
+        /// `accepted` / `rejected`, for calls that needed approval.
+        pub user_decision: Option<String>,
+    }
 }
 
 impl WorkspaceIdentifier {
@@ -137,111 +163,6 @@ impl WorkspaceIdentifier {
         let uri = self.uri.as_ref()?;
         uri.fs_path.as_deref().or(uri.path.as_deref()).filter(|p| !p.is_empty())
     }
-}
-
-/// `ItemTable` `composer.composerHeaders` (Cursor 3.x): every conversation's header.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
-pub struct ComposerHeaders {
-    pub all_composers: Vec<Value>,
-    #[serde(flatten)]
-    pub extra: Extra,
-}
-
-/// One entry of `allComposers`.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
-pub struct ComposerHead {
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub composer_id: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub name: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub created_at: Option<Value>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub last_updated_at: Option<Value>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub workspace_identifier: Option<WorkspaceIdentifier>,
-    #[serde(flatten)]
-    pub extra: Extra,
-}
-
-/// `cursorDiskKV` `bubbleId:<composer>:<bubble>`: one message.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
-pub struct Bubble {
-    #[serde(rename = "_v", skip_serializing_if = "Option::is_none")]
-    pub version: Option<Value>,
-    /// 1 user, 2 assistant.
-    #[serde(rename = "type", skip_serializing_if = "Option::is_none")]
-    pub kind: Option<Int>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub bubble_id: Option<String>,
-    /// ISO-8601 (unix ms in some builds).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub created_at: Option<Value>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub text: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub capability_type: Option<Int>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub thinking: Option<Thinking>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub thinking_duration_ms: Option<Int>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub tool_former_data: Option<ToolFormerData>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub model_info: Option<ModelConfig>,
-    #[serde(flatten)]
-    pub extra: Extra,
-}
-
-/// A bubble's reasoning.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
-pub struct Thinking {
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub text: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub signature: Option<String>,
-    #[serde(flatten)]
-    pub extra: Extra,
-}
-
-/// A tool bubble's call.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
-pub struct ToolFormerData {
-    /// The numeric tool id ([`BUBBLE_TOOLS`]).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub tool: Option<Int>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub tool_call_id: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub tool_index: Option<Int>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub model_call_id: Option<String>,
-    /// `loading`, `completed`, `cancelled`, `error`.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub status: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub name: Option<String>,
-    /// The model's arguments: a JSON string (an object is accepted too).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub raw_args: Option<Value>,
-    /// Cursor's normalised parameters: a JSON string (an object is accepted too).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub params: Option<Value>,
-    /// The result: a JSON string (an object is accepted too).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub result: Option<Value>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub additional_data: Option<Value>,
-    /// `accepted` / `rejected`, for calls that needed approval.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub user_decision: Option<String>,
-    #[serde(flatten)]
-    pub extra: Extra,
 }
 
 /// `additionalData` key where toolstream records the result's oneof arm (`success`, `failure`,

@@ -60,7 +60,7 @@ fn summary(
     let bubbles = match (&data.full_conversation_headers_only, &data.conversation) {
         (Some(h), _) if !h.is_empty() => h.len(),
         (_, Some(c)) if !c.is_empty() => c.len(),
-        _ => db.keys_with_prefix(&format!("{BUBBLE_PREFIX}{id}:"))?.len(),
+        _ => db.rows_with_prefix(&format!("{BUBBLE_PREFIX}{id}:"))?.len(),
     };
     let mut title = data.name.clone().filter(|n| !n.trim().is_empty()).unwrap_or_default();
     if title.is_empty() {

@@ -125,18 +125,6 @@ impl CursorDb {
         rows.collect::<Result<Vec<_>, _>>().map_err(|e| self.error(e))
     }
 
-    /// The keys of `cursorDiskKV` rows starting with `prefix`.
-    pub fn keys_with_prefix(&self, prefix: &str) -> Result<Vec<String>, CursorDbError> {
-        let mut end = prefix.to_owned();
-        end.push(char::MAX);
-        let mut stmt = self
-            .conn
-            .prepare_cached("SELECT key FROM cursorDiskKV WHERE key >= ?1 AND key < ?2 ORDER BY key")
-            .map_err(|e| self.error(e))?;
-        let rows = stmt.query_map([prefix, end.as_str()], |r| r.get::<_, String>(0)).map_err(|e| self.error(e))?;
-        rows.collect::<Result<Vec<_>, _>>().map_err(|e| self.error(e))
-    }
-
     /// Cursor 3.x's conversation headers (`ItemTable` `composer.composerHeaders`); empty when
     /// the database has none (older builds, or no `ItemTable`) or they cannot be read.
     pub fn heads(&self) -> Vec<ComposerHead> {
@@ -149,7 +137,7 @@ impl CursorDb {
             }
         };
         match serde_json::from_str::<ComposerHeaders>(&raw) {
-            Ok(h) => h.all_composers.into_iter().filter_map(|v| serde_json::from_value(v).ok()).collect(),
+            Ok(h) => h.all_composers.into_iter().flatten().filter_map(|v| serde_json::from_value(v).ok()).collect(),
             Err(e) => {
                 tracing::warn!("{}: unreadable {HEADERS_KEY}: {e}", self.path.display());
                 Vec::new()

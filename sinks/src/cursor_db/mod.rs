@@ -408,8 +408,9 @@ impl CursorDbSink {
                 return Ok(());
             }
         };
-        headers.all_composers.retain(|h| h.get("composerId").and_then(Value::as_str) != Some(id));
-        headers.all_composers.push(head);
+        let all = headers.all_composers.get_or_insert_with(Vec::new);
+        all.retain(|h| h.get("composerId").and_then(Value::as_str) != Some(id));
+        all.push(head);
         let value = serde_json::to_value(&headers)
             .map_err(|e| self.sql(rusqlite::Error::ToSqlConversionFailure(Box::new(e))))?;
         self.put(Table::Items, HEADERS_KEY, &value)

@@ -343,6 +343,12 @@ fn bad_databases_fail_clearly_and_the_source_never_changes_the_file() {
     let names: Vec<String> =
         std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
     assert!(!names.iter().any(|n| n.starts_with("fixture.vscdb-")), "{names:?}");
+    // Writing into the database being read is refused.
+    let sink = format!("cursor-db={}", db.display());
+    let r = run(&["replay", "--from-cursor-db", db.to_str().unwrap(), "--all", "--sink", &sink]);
+    assert_eq!(r.code, 2);
+    assert!(r.stderr.contains("the database being read"), "{}", r.stderr);
+    assert_eq!(checksum(&db), before);
     // Asking for a conversation the database does not hold is an error too.
     let r = run(&["replay", "--from-cursor-db", db.to_str().unwrap(), "--composer", "nope"]);
     assert_eq!(r.code, 2);

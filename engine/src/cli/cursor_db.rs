@@ -99,6 +99,13 @@ pub fn feed(
 
 /// `--sink cursor-db=PATH`.
 pub fn cursor_db_sink(path: &Path, args: &CursorDbArgs) -> anyhow::Result<Box<dyn Sink>> {
+    // The source reads its file without locks: writing the same file under it would corrupt what
+    // it reads (and change the file the source promises not to change).
+    if let Some(source) = &args.from_cursor_db {
+        if let (Ok(a), Ok(b)) = (source.canonicalize(), path.canonicalize()) {
+            anyhow::ensure!(a != b, "{}: cannot write into the database being read", path.display());
+        }
+    }
     let opts = CursorDbOptions { allow_cursor_state_db: args.i_know_cursor_is_closed };
     let sink = CursorDbSink::create(path, opts).with_context(|| format!("cannot write {}", path.display()))?;
     Ok(Box::new(sink))

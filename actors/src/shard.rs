@@ -23,6 +23,8 @@ pub struct ShardConfig {
     pub usage_wait_ms: u64,
     pub usage_poll_ms: u64,
     pub usage: UsageConfig,
+    /// Cards keep the recorded args and result (a Cursor chat database sink needs them).
+    pub keep_recorded: bool,
 }
 
 impl Default for ShardConfig {
@@ -34,6 +36,7 @@ impl Default for ShardConfig {
             usage_wait_ms: DEFAULT_USAGE_WAIT_MS,
             usage_poll_ms: DEFAULT_USAGE_POLL_MS,
             usage: UsageConfig::default(),
+            keep_recorded: false,
         }
     }
 }
@@ -53,6 +56,7 @@ impl ShardConfig {
             batch_settle_ms: self.batch_settle_ms,
             usage_wait_ms: self.usage_wait_ms,
             usage_poll_ms: self.usage_poll_ms,
+            keep_recorded: self.keep_recorded,
         })
     }
 

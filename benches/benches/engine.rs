@@ -148,7 +148,13 @@ fn completed(kind: ToolKind, args: &str, value: &str) -> ToolEvent {
 
 fn bench_cards(c: &mut Criterion) {
     let scrubber = Scrubber::new(Some("sk-live-bench".into()));
-    let ctx = CardContext { scrubber: &scrubber, cwd: Some("/home/dev/shop"), turn: 0, replay_id: "r".into() };
+    let ctx = CardContext {
+        scrubber: &scrubber,
+        cwd: Some("/home/dev/shop"),
+        turn: 0,
+        replay_id: "r".into(),
+        keep_recorded: false,
+    };
     let calls = [
         (
             "shell",

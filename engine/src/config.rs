@@ -318,6 +318,12 @@ settings! {
     /// When a pi session sink's queue is full: block or drop_newest.
     pi_session_when_full: WhenFull = crate::sinks::SinkKind::PiSession.info().when_full, ANY,
         env ["TOOLSTREAM_PI_SESSION_WHEN_FULL"], flag None, file true;
+    /// When the pi sessions folder sink's queue is full: block or drop_newest.
+    pi_sessions_when_full: WhenFull = crate::sinks::SinkKind::PiSessions.info().when_full, ANY,
+        env ["TOOLSTREAM_PI_SESSIONS_WHEN_FULL"], flag None, file true;
+    /// When the Cursor chat database sink's queue is full: block or drop_newest.
+    cursor_db_when_full: WhenFull = crate::sinks::SinkKind::CursorDb.info().when_full, ANY,
+        env ["TOOLSTREAM_CURSOR_DB_WHEN_FULL"], flag None, file true;
 }
 
 pub const DEFAULT_TRACE_FILE: &str = "toolstream-trace.jsonl";
@@ -562,6 +568,8 @@ impl Config {
             SinkKind::Cards => &self.cards_when_full,
             SinkKind::Jsonl => &self.jsonl_when_full,
             SinkKind::PiSession => &self.pi_session_when_full,
+            SinkKind::PiSessions => &self.pi_sessions_when_full,
+            SinkKind::CursorDb => &self.cursor_db_when_full,
         };
         (s.origin != Origin::Default).then_some(s.value)
     }

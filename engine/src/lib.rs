@@ -6,6 +6,7 @@ pub mod bench;
 pub mod cli;
 pub mod clock;
 pub mod config;
+pub mod cursor_db;
 pub mod decode;
 pub mod pi_provider;
 pub mod pipeline;

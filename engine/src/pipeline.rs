@@ -24,6 +24,7 @@ use crate::sequencer::{self, SeqMsg, Sequencer};
 use crate::shard::{shard_of, sync_door, DoorMsg, Shard};
 use crate::sinks::{OutputCounts, SinkPlan, SinkSet, SinkSummary, SinkThread, StatsSink};
 use crate::source::Source;
+use toolstream_schemas::InputEvent;
 
 /// How often live sources tick (ms of wall time).
 const TICK_MS: u64 = 25;
@@ -284,83 +285,157 @@ impl Pipeline {
         } else {
             ClockMode::EventTime
         };
-        let live = mode != ClockMode::EventTime;
         tracing::debug!(source = %name, clock = ?mode, "reading source");
-        let extrapolator = Arc::new(Mutex::new(Extrapolator::default()));
-        let ticker = mode.ticks().then(|| Ticker::start(self.doors(), self.gate.clone(), extrapolator.clone()));
-        let mut pacer = Pacer::default();
-
+        let mut feed = self.feed(name.clone(), mode);
         let mut lines = LineReader::with_max_line(reader, self.opts.max_line_bytes);
         let mut decoder = Decoder::new(name.clone(), self.opts.format);
         decoder.set_max_line(self.opts.max_line_bytes);
-        let mut file = SourceStats { source: name.clone(), ..SourceStats::default() };
-        let mut pending: Vec<Vec<Item>> = (0..self.shards.len()).map(|_| Vec::new()).collect();
-        // Each source keeps its own time: a recording is never clamped by what was read before.
-        let mut time = EventTime::default();
         let mut events = Vec::new();
-        // The stats counter is always there; the user's sinks follow it.
-        let user_sinks_failed: Vec<Arc<AtomicBool>> = self.sinks.iter().skip(1).map(SinkThread::failed_flag).collect();
-        let mut checked_at = 0u64;
         let outcome = loop {
             // Every sink the user asked for is gone (`| head`, a full disk): stop reading.
-            if !user_sinks_failed.is_empty() && file.lines >= checked_at + 1024 {
-                checked_at = file.lines;
-                if user_sinks_failed.iter().all(|f| f.load(Ordering::Relaxed)) {
-                    break Ok(());
-                }
+            if feed.sinks_gone() {
+                break Ok(());
             }
             let frame = match lines.next_frame() {
                 Ok(Some(f)) => f,
                 Ok(None) => break Ok(()),
                 Err(error) => break Err(PipelineError::Read { source_name: name.clone(), error }),
             };
-            file.lines += 1;
+            feed.file.lines += 1;
             if let Err(e) = decoder.decode_frame(frame, &mut events) {
-                file.decode_errors += 1;
-                on_error(&e);
-                let at_ms = time.latest();
-                pending[0].push(decode_error_item(&e, at_ms));
-                self.record_decode_error(&e);
-                if self.opts.strict {
-                    break Err(PipelineError::Strict(e));
+                if let Err(stop) = self.decode_error(&mut feed, e, on_error) {
+                    break Err(stop);
                 }
             }
-            for mut ev in events.drain(..) {
-                if let Some(t) = time.stamp(&mut ev) {
-                    if mode == ClockMode::Realtime {
-                        std::thread::sleep(pacer.delay(t));
-                    }
-                    if live {
-                        if let Ok(mut x) = extrapolator.lock() {
-                            x.observe(t);
-                        }
-                    }
-                }
-                if let toolstream_schemas::Input::RunEnded(_) = ev.kind {
-                    time.forget(&ev.session);
-                }
-                self.stats.input_events += 1;
-                let k = shard_of(&ev.session, self.shards.len());
-                pending[k].push(Item::Input(ev));
+            for ev in events.drain(..) {
+                self.push_event(&mut feed, ev);
             }
             // Live input is handed over as soon as the next read could wait for more; a recording
             // (or a burst of piped lines already buffered) in batches.
-            let full = pending.iter().any(|items| items.len() >= self.opts.batch_items.max(1));
-            // Paced replays hand over every line: the pacer sleeps before the next one.
-            let waits = mode == ClockMode::Realtime || (live && !lines.has_buffered_line());
-            let dry = waits && pending.iter().any(|items| !items.is_empty());
-            if (full || dry) && !self.send_all(&mut pending) {
+            let waits = feed.mode == ClockMode::Realtime || (feed.live() && !lines.has_buffered_line());
+            if !self.hand_over(&mut feed, waits) {
                 break Err(PipelineError::Cancelled);
             }
         };
-        drop(ticker);
-        // End of this source: whatever is still open ended without its `result` (unless the
-        // pipeline was cancelled: then its runs were cancelled and nothing follows).
+        feed.file.bytes = lines.position();
+        feed.file.format = decoder.format().map(Format::as_str);
+        feed.file.ignored_updates = decoder.ignored_updates();
+        self.end_feed(feed, outcome)
+    }
+
+    /// Deliver events a source already decoded (a Cursor chat database, say), in order, exactly as
+    /// [`Pipeline::run_source`] delivers a stream's: the same event time, sharding, batching,
+    /// decode-error reports (`Err` items, counted and traced; `--strict` stops at the first) and
+    /// end of source. `format` names the source's format in the stats.
+    pub fn run_events(
+        &mut self,
+        name: &str,
+        format: &'static str,
+        items: impl IntoIterator<Item = Result<InputEvent, DecodeError>>,
+        on_error: &mut dyn FnMut(&DecodeError),
+    ) -> Result<(), PipelineError> {
+        let mode = if self.opts.realtime { ClockMode::Realtime } else { ClockMode::EventTime };
+        let mut feed = self.feed(name.to_owned(), mode);
+        feed.file.format = Some(format);
+        let mut outcome = Ok(());
+        for item in items {
+            if feed.sinks_gone() {
+                break;
+            }
+            feed.file.lines += 1;
+            match item {
+                Ok(ev) => self.push_event(&mut feed, ev),
+                Err(e) => {
+                    if let Err(stop) = self.decode_error(&mut feed, e, on_error) {
+                        outcome = Err(stop);
+                        break;
+                    }
+                }
+            }
+            let paced = feed.mode == ClockMode::Realtime;
+            if !self.hand_over(&mut feed, paced) {
+                outcome = Err(PipelineError::Cancelled);
+                break;
+            }
+        }
+        self.end_feed(feed, outcome)
+    }
+
+    /// The state of one source being fed in.
+    fn feed(&self, name: String, mode: ClockMode) -> Feed {
+        let extrapolator = Arc::new(Mutex::new(Extrapolator::default()));
+        let ticker = mode.ticks().then(|| Ticker::start(self.doors(), self.gate.clone(), extrapolator.clone()));
+        Feed {
+            file: SourceStats { source: name, ..SourceStats::default() },
+            mode,
+            extrapolator,
+            ticker,
+            pacer: Pacer::default(),
+            pending: (0..self.shards.len()).map(|_| Vec::new()).collect(),
+            // Each source keeps its own time: a recording is never clamped by what was read before.
+            time: EventTime::default(),
+            // The stats counter is always there; the user's sinks follow it.
+            user_sinks_failed: self.sinks.iter().skip(1).map(SinkThread::failed_flag).collect(),
+            checked_at: 0,
+        }
+    }
+
+    /// Count and report a decode error and pass it on as a diagnostic; `Err` when `--strict`.
+    fn decode_error(
+        &mut self,
+        feed: &mut Feed,
+        e: DecodeError,
+        on_error: &mut dyn FnMut(&DecodeError),
+    ) -> Result<(), PipelineError> {
+        feed.file.decode_errors += 1;
+        on_error(&e);
+        let at_ms = feed.time.latest();
+        feed.pending[0].push(decode_error_item(&e, at_ms));
+        self.record_decode_error(&e);
+        if self.opts.strict {
+            return Err(PipelineError::Strict(e));
+        }
+        Ok(())
+    }
+
+    /// Give an event its event time (pacing a `--realtime` replay) and queue it for its shard.
+    fn push_event(&mut self, feed: &mut Feed, mut ev: InputEvent) {
+        if let Some(t) = feed.time.stamp(&mut ev) {
+            if feed.mode == ClockMode::Realtime {
+                std::thread::sleep(feed.pacer.delay(t));
+            }
+            if feed.live() {
+                if let Ok(mut x) = feed.extrapolator.lock() {
+                    x.observe(t);
+                }
+            }
+        }
+        if let toolstream_schemas::Input::RunEnded(_) = ev.kind {
+            feed.time.forget(&ev.session);
+        }
+        self.stats.input_events += 1;
+        let k = shard_of(&ev.session, self.shards.len());
+        feed.pending[k].push(Item::Input(ev));
+    }
+
+    /// Hand the queued items over when a shard's batch is full, or when `waits` (the next item may
+    /// be a while) and anything is queued; false once the pipeline was cancelled.
+    fn hand_over(&self, feed: &mut Feed, waits: bool) -> bool {
+        let full = feed.pending.iter().any(|items| items.len() >= self.opts.batch_items.max(1));
+        let dry = waits && feed.pending.iter().any(|items| !items.is_empty());
+        !(full || dry) || self.send_all(&mut feed.pending)
+    }
+
+    /// End of a source: whatever is still open ended without its `result` (unless the pipeline
+    /// was cancelled: then its runs were cancelled and nothing follows); wait until the shards and
+    /// the sequencer have taken it all in; add the source's stats.
+    fn end_feed(&mut self, mut feed: Feed, outcome: Result<(), PipelineError>) -> Result<(), PipelineError> {
+        drop(feed.ticker.take());
         let mut outcome = outcome;
-        for items in &mut pending {
+        for items in &mut feed.pending {
             items.push(Item::EndOfSource);
         }
-        if !self.send_all(&mut pending) {
+        if !self.send_all(&mut feed.pending) {
             outcome = Err(PipelineError::Cancelled);
         }
         for s in &self.shards {
@@ -369,16 +444,14 @@ impl Pipeline {
         if let Some(q) = &self.sequencer {
             q.sync();
         }
+        let file = feed.file;
         tracing::debug!(
-            source = %name,
-            format = decoder.format().map_or("unknown", Format::as_str),
+            source = %file.source,
+            format = file.format.unwrap_or("unknown"),
             lines = file.lines,
             decode_errors = file.decode_errors,
             "source ended"
         );
-        file.bytes = lines.position();
-        file.format = decoder.format().map(Format::as_str);
-        file.ignored_updates = decoder.ignored_updates();
         self.stats.ignored_updates += file.ignored_updates;
         self.stats.lines += file.lines;
         self.stats.bytes += file.bytes;
@@ -471,6 +544,34 @@ impl Pipeline {
             })
             .collect();
         self.sink_set.deliver_to_users(events);
+    }
+}
+
+/// One source being fed in: its clock, its queued items per shard, its stats.
+struct Feed {
+    file: SourceStats,
+    mode: ClockMode,
+    extrapolator: Arc<Mutex<Extrapolator>>,
+    ticker: Option<Ticker>,
+    pacer: Pacer,
+    pending: Vec<Vec<Item>>,
+    time: EventTime,
+    user_sinks_failed: Vec<Arc<AtomicBool>>,
+    checked_at: u64,
+}
+
+impl Feed {
+    fn live(&self) -> bool {
+        self.mode != ClockMode::EventTime
+    }
+
+    /// Whether every sink the user asked for is gone (checked every 1024 items).
+    fn sinks_gone(&mut self) -> bool {
+        if self.user_sinks_failed.is_empty() || self.file.lines < self.checked_at + 1024 {
+            return false;
+        }
+        self.checked_at = self.file.lines;
+        self.user_sinks_failed.iter().all(|f| f.load(Ordering::Relaxed))
     }
 }
 

@@ -304,6 +304,18 @@ fn observer(name: &str, dir: &Path) -> Option<Observer> {
                 e.contains("sink=pi-session=s.jsonl when_full=drop_newest")
             })
         }
+        "pi_sessions_when_full" => {
+            let args = vec!["replay".into(), "--sink".into(), "pi-sessions=sessions".into(), demo.clone()];
+            o(args, vec![("TOOLSTREAM_PI_SESSIONS_WHEN_FULL", "drop_newest")], debug(), Look::Stderr, |e| {
+                e.contains("sink=pi-sessions=sessions when_full=drop_newest")
+            })
+        }
+        "cursor_db_when_full" => {
+            let args = vec!["replay".into(), "--sink".into(), "cursor-db=chats.db".into(), demo.clone()];
+            o(args, vec![("TOOLSTREAM_CURSOR_DB_WHEN_FULL", "drop_newest")], debug(), Look::Stderr, |e| {
+                e.contains("sink=cursor-db=chats.db when_full=drop_newest")
+            })
+        }
         _ => return None,
     })
 }

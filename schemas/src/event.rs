@@ -434,6 +434,15 @@ pub struct Card {
     pub incomplete: Option<IncompleteReason>,
     pub started_ms: Option<u64>,
     pub completed_ms: Option<u64>,
+    /// The recorded result (the inner object of its arm, `details.status` names the arm),
+    /// scrubbed and bounded like `args`: for sinks that store the call itself rather than show it
+    /// (Cursor bubbles). Not part of the serialized card.
+    #[serde(skip)]
+    pub recorded_result: Option<serde_json::Value>,
+    /// The recorded args, scrubbed and bounded, for the same sinks (only when asked for: see
+    /// `CardContext::keep_recorded`). Not part of the serialized card.
+    #[serde(skip)]
+    pub recorded_args: Option<serde_json::Value>,
 }
 
 /// How a display line is styled.

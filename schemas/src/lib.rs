@@ -2,10 +2,12 @@
 //! recordings) and the canonical event model and tool registry the rest of the code shares.
 //! Serde models only: no I/O, no runtime.
 
+pub mod cursor_bubble;
 pub mod cursor_cli;
 pub mod cursor_sdk;
 pub mod event;
 pub mod ids;
+pub mod iso_time;
 pub mod models;
 pub mod num;
 pub mod tools;

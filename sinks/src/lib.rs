@@ -2,6 +2,7 @@
 //! events (SPEC §3, §9); every string they receive was already scrubbed and bounded upstream.
 
 pub mod cards;
+pub mod cursor_db;
 pub mod jsonl_trace;
 pub mod pi_events;
 pub mod pi_session;

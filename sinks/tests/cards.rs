@@ -47,6 +47,8 @@ fn card(content: &str) -> Card {
         started_ms: None,
         incomplete: None,
         completed_ms: None,
+        recorded_result: None,
+        recorded_args: None,
     }
 }
 

@@ -53,6 +53,8 @@ fn card(call_id: &str, is_error: bool) -> Card {
         started_ms: Some(1_000),
         incomplete: None,
         completed_ms: Some(1_250),
+        recorded_result: None,
+        recorded_args: None,
     }
 }
 

@@ -24,6 +24,9 @@ pub struct CardContext<'a> {
     pub turn: u32,
     /// `cursor-replay-<run>-tool-<k>`.
     pub replay_id: String,
+    /// Keep the recorded args and result on the card (scrubbed, bounded) for sinks that store
+    /// the call itself (Cursor bubbles); off, nobody pays for it.
+    pub keep_recorded: bool,
 }
 
 /// Longest string kept in replay arguments.
@@ -53,10 +56,23 @@ pub fn build_card(ctx: &CardContext<'_>, ev: &ToolEvent) -> Card {
             render_unknown(ev.tool.name(), raw_args.as_ref(), ev.result.as_ref().map(|r| (&r.status, r.value.get())))
         }
     };
+    let recorded_args = if ctx.keep_recorded { raw_args.clone() } else { None };
     let mut card = assemble(ctx, &ev.tool, rendered, raw_args, status, call_ref(&ev.call_id));
     card.started_ms = ev.started_at_ms;
     card.completed_ms = ev.completed_at_ms;
+    if ctx.keep_recorded {
+        let result = ev.result.as_ref().and_then(|r| serde_json::from_str::<Value>(r.value.get()).ok());
+        card.recorded_result = result.map(|v| recorded(ctx, v));
+        card.recorded_args = recorded_args.map(|v| recorded(ctx, v));
+    }
     card
+}
+
+/// A recorded value as a card keeps it: scrubbed and bounded.
+fn recorded(ctx: &CardContext<'_>, mut v: Value) -> Value {
+    ctx.scrubber.scrub_json(&mut v);
+    bound_strings(&mut v);
+    v
 }
 
 /// The visible error card of a call that never completed (SPEC §5.3).
@@ -77,6 +93,7 @@ pub fn incomplete_card(ctx: &CardContext<'_>, rec: &IncompleteCall, args: Option
         variant: "activity",
         ..Rendered::default()
     };
+    let recorded_args = if ctx.keep_recorded { raw_args.clone().map(|v| recorded(ctx, v)) } else { None };
     let mut card = assemble(ctx, &rec.source_tool, rendered, raw_args, None, rec.call.clone());
     card.headline = format!("{} did not complete: {reason}", card.headline);
     // The title line says it all; the body (for pi) repeats it.
@@ -85,6 +102,7 @@ pub fn incomplete_card(ctx: &CardContext<'_>, rec: &IncompleteCall, args: Option
     card.pi_tool = "cursor".into();
     card.args = incomplete_args(&card.title, reason);
     card.incomplete = Some(rec.reason);
+    card.recorded_args = recorded_args;
     card
 }
 
@@ -243,6 +261,8 @@ fn assemble(
         started_ms: None,
         incomplete: None,
         completed_ms: None,
+        recorded_result: None,
+        recorded_args: None,
     }
 }
 
@@ -314,7 +334,13 @@ mod tests {
     }
 
     fn ctx(scrubber: &Scrubber) -> CardContext<'_> {
-        CardContext { scrubber, cwd: Some("/w"), turn: 0, replay_id: "cursor-replay-r-tool-1".into() }
+        CardContext {
+            scrubber,
+            cwd: Some("/w"),
+            turn: 0,
+            replay_id: "cursor-replay-r-tool-1".into(),
+            keep_recorded: false,
+        }
     }
 
     #[test]

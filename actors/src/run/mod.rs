@@ -36,6 +36,8 @@ pub struct CoordinatorConfig {
     /// The wait checks for usage every this many ms (≥ 1): a message ends at the first check
     /// after its usage arrived.
     pub usage_poll_ms: u64,
+    /// Cards keep the recorded args and result (for sinks that store calls, not show them).
+    pub keep_recorded: bool,
 }
 
 impl Default for CoordinatorConfig {
@@ -45,6 +47,7 @@ impl Default for CoordinatorConfig {
             batch_settle_ms: DEFAULT_BATCH_SETTLE_MS,
             usage_wait_ms: DEFAULT_USAGE_WAIT_MS,
             usage_poll_ms: DEFAULT_USAGE_POLL_MS,
+            keep_recorded: false,
         }
     }
 }

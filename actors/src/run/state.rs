@@ -399,6 +399,7 @@ impl Run {
             cwd: self.start.cwd.as_deref(),
             turn: self.turn,
             replay_id: format!("cursor-replay-{}-tool-{}", self.label, self.cards),
+            keep_recorded: cfg.keep_recorded,
         }
     }
 

@@ -64,6 +64,8 @@ fn card(content: &str) -> Output {
         started_ms: None,
         incomplete: None,
         completed_ms: None,
+        recorded_result: None,
+        recorded_args: None,
     };
     Output::Card(Box::new(c))
 }

@@ -2,6 +2,7 @@
 
 mod bench;
 mod config_cmd;
+pub mod cursor_db;
 mod pi_provider;
 mod replay;
 mod stats;
@@ -117,6 +118,7 @@ impl InputArgs {
                 usage_wait_ms: cfg.usage_wait_ms.value,
                 usage_poll_ms: cfg.usage_poll_ms.value,
                 usage,
+                keep_recorded: false,
             },
             ..PipelineOptions::default()
         })
@@ -131,11 +133,20 @@ pub struct ReplayArgs {
     /// Where to deliver the stream; repeatable. `cards` (terminal cards on stdout, the default
     /// when no sink is named), `jsonl=PATH` (the JSONL debug trace: allowlisted fields, hashed
     /// call ids, capped at 2 MiB) or `pi-session=PATH` (one pi session file, format v3, for
-    /// every run: open it with `pi --session PATH`; written whole and renamed into place).
-    /// Append `,when_full=drop_newest` to drop (and count) what a full sink cannot take instead of
-    /// waiting for it (`block`, the default of these sinks; or set `<sink>_when_full`).
+    /// every run: open it with `pi --session PATH`; written whole and renamed into place),
+    /// `pi-sessions[=DIR]` (one pi session per Cursor chat, named as pi names its own, in DIR or
+    /// by default in pi's sessions folder for the chat's working directory, so `pi -r` lists
+    /// them; an existing file is left alone unless --force) or `cursor-db=PATH` (each run as a
+    /// conversation of a Cursor chat database, created if absent). Append `,when_full=drop_newest`
+    /// to drop (and count) what a full sink cannot take instead of waiting for it (`block`, the
+    /// default of these sinks; or set `<sink>_when_full`).
     #[arg(long = "sink", value_name = "SPEC")]
     pub sinks: Vec<SinkSpec>,
+    /// Overwrite pi session files that already exist (`--sink pi-sessions`).
+    #[arg(long)]
+    pub force: bool,
+    #[command(flatten)]
+    pub cursor_db: cursor_db::CursorDbArgs,
     /// Also write the JSONL debug trace to FILE (same as `--sink jsonl=FILE`).
     #[arg(long, value_name = "FILE")]
     pub trace: Option<PathBuf>,

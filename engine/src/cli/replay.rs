@@ -9,13 +9,25 @@ use std::sync::{Arc, OnceLock};
 
 use toolstream_sinks::cards::CardsOptions;
 
-use super::{ColorArg, ReplayArgs};
+use super::{cursor_db, ColorArg, ReplayArgs};
 use crate::pipeline::{Canceller, Pipeline, PipelineError, Stats};
 use crate::sinks::{SinkContext, SinkKind, SinkSpec, SinkSummary};
 use crate::source::Source;
 
 pub fn run(args: ReplayArgs) -> anyhow::Result<i32> {
     let cfg = args.input.config()?;
+    let cursor_db = match &args.cursor_db.from_cursor_db {
+        Some(path) if args.cursor_db.list => {
+            let scrubber = args.input.pipeline_options(&cfg)?.shard.scrubber;
+            return cursor_db::print_list(path, &scrubber);
+        }
+        Some(path) => {
+            let db = crate::cursor_db::CursorDb::open(path)?;
+            let ids = cursor_db::selection(&args.cursor_db, &db)?;
+            Some((db, ids))
+        }
+        None => None,
+    };
     let color = match args.color {
         ColorArg::Always => true,
         ColorArg::Never => false,
@@ -33,10 +45,15 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<i32> {
     let ctx = SinkContext {
         cards: CardsOptions { expanded: args.expanded, color },
         trace_limit_bytes: cfg.trace_limit_bytes.value,
+        overwrite_sessions: args.force,
+        reading_db: args.cursor_db.from_cursor_db.clone(),
+        allow_cursor_state_db: args.cursor_db.i_know_cursor_is_closed,
     };
     let plans = specs.iter().map(|spec| spec.plan(&ctx, cfg.when_full(spec.kind))).collect();
     let mut opts = args.input.pipeline_options(&cfg)?;
     opts.realtime = args.realtime;
+    // Only a Cursor chat database stores the recorded calls themselves.
+    opts.shard.keep_recorded = specs.iter().any(|s| s.kind == SinkKind::CursorDb);
     // Ctrl-C: cancel every open run, flush every sink (none may hold the others up for longer
     // than the grace period), say what was dropped, exit 130. Installed before the sinks open (a
     // `block` sink may wait in its opening, a FIFO nobody reads); a second Ctrl-C exits at once.
@@ -63,8 +80,20 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<i32> {
     };
     let canceller = pipeline.canceller();
     let _ = running.set(canceller.clone());
-    let files = if args.files.is_empty() { vec![PathBuf::from("-")] } else { args.files.clone() };
+    let files =
+        if args.files.is_empty() && cursor_db.is_none() { vec![PathBuf::from("-")] } else { args.files.clone() };
     let mut failed_read = false;
+    if let Some((db, ids)) = &cursor_db {
+        let mut report = |e: &crate::decode::DecodeError| eprintln!("toolstream: {e}");
+        match cursor_db::feed(&mut pipeline, db, ids, &mut report) {
+            Ok(Ok(()) | Err(PipelineError::Cancelled)) => {}
+            Ok(Err(e)) => eprintln!("toolstream: {e}"),
+            Err(e) => {
+                eprintln!("toolstream: {e:#}");
+                failed_read = true;
+            }
+        }
+    }
     for file in &files {
         let source = Source::from_arg(file);
         let mut report = |e: &crate::decode::DecodeError| eprintln!("toolstream: {e}");

@@ -10,7 +10,9 @@ use std::path::PathBuf;
 use std::str::FromStr;
 
 use toolstream_sinks::cards::{CardsOptions, CardsSink};
+use toolstream_sinks::cursor_db::{CursorDbOptions, CursorDbSink};
 use toolstream_sinks::jsonl_trace::JsonlTraceSink;
+use toolstream_sinks::pi_session::dir::{PiSessionsOptions, PiSessionsSink, SessionsRoot};
 use toolstream_sinks::pi_session::PiSessionSink;
 use toolstream_sinks::{Sink, SinkError};
 
@@ -23,6 +25,18 @@ pub enum SinkKind {
     Cards,
     Jsonl,
     PiSession,
+    PiSessions,
+    CursorDb,
+}
+
+/// A sink's argument.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Arg {
+    None,
+    /// Required, e.g. `PATH`.
+    Required(&'static str),
+    /// Optional, e.g. `DIR`.
+    Optional(&'static str),
 }
 
 /// What the registry says of one kind.
@@ -31,8 +45,8 @@ pub struct KindInfo {
     pub kind: SinkKind,
     /// How it is named: `--sink <name>`.
     pub name: &'static str,
-    /// Its argument (`PATH`), when it takes one.
-    pub arg: Option<&'static str>,
+    /// Its argument (`PATH`), if it takes one.
+    pub arg: Arg,
     /// Its `when_full` unless configured: `block` for files and the terminal, `drop_newest` for
     /// network sinks.
     pub when_full: WhenFull,
@@ -44,23 +58,37 @@ pub const KINDS: &[KindInfo] = &[
     KindInfo {
         kind: SinkKind::Cards,
         name: "cards",
-        arg: None,
+        arg: Arg::None,
         when_full: WhenFull::Block,
         help: "terminal cards on stdout (the default when no sink is named)",
     },
     KindInfo {
         kind: SinkKind::Jsonl,
         name: "jsonl",
-        arg: Some("PATH"),
+        arg: Arg::Required("PATH"),
         when_full: WhenFull::Block,
         help: "the JSONL debug trace: allowlisted fields, hashed call ids, capped at 2 MiB",
     },
     KindInfo {
         kind: SinkKind::PiSession,
         name: "pi-session",
-        arg: Some("PATH"),
+        arg: Arg::Required("PATH"),
         when_full: WhenFull::Block,
         help: "one pi session file (format v3) for every run: open it with `pi --session PATH`",
+    },
+    KindInfo {
+        kind: SinkKind::PiSessions,
+        name: "pi-sessions",
+        arg: Arg::Optional("DIR"),
+        when_full: WhenFull::Block,
+        help: "one pi session per Cursor chat, named and placed as pi names its own (default: pi's sessions folder)",
+    },
+    KindInfo {
+        kind: SinkKind::CursorDb,
+        name: "cursor-db",
+        arg: Arg::Required("PATH"),
+        when_full: WhenFull::Block,
+        help: "each run as a conversation of a Cursor chat database (created if absent)",
     },
 ];
 
@@ -89,8 +117,9 @@ pub fn available() -> String {
     KINDS
         .iter()
         .map(|k| match k.arg {
-            Some(arg) => format!("{}={arg}", k.name),
-            None => k.name.to_owned(),
+            Arg::Required(arg) => format!("{}={arg}", k.name),
+            Arg::Optional(arg) => format!("{}[={arg}]", k.name),
+            Arg::None => k.name.to_owned(),
         })
         .collect::<Vec<_>>()
         .join(", ")
@@ -153,10 +182,12 @@ impl FromStr for SinkSpec {
         };
         let info = kind.info();
         let path = match (info.arg, arg) {
-            (None, None) => None,
-            (None, Some(_)) => return Err(format!("`{name}` takes no argument")),
-            (Some(_), Some(a)) if !a.is_empty() => Some(PathBuf::from(a)),
-            (Some(what), _) => return Err(format!("`{name}` needs a {what}: `--sink {name}={what}`")),
+            (Arg::None, None) | (Arg::Optional(_), None) => None,
+            (Arg::None, Some(_)) => return Err(format!("`{name}` takes no argument")),
+            (Arg::Required(_) | Arg::Optional(_), Some(a)) if !a.is_empty() => Some(PathBuf::from(a)),
+            (Arg::Required(what) | Arg::Optional(what), _) => {
+                return Err(format!("`{name}` needs a {what}: `--sink {name}={what}`"))
+            }
         };
         Ok(SinkSpec { kind, path, when_full })
     }
@@ -167,6 +198,12 @@ impl FromStr for SinkSpec {
 pub struct SinkContext {
     pub cards: CardsOptions,
     pub trace_limit_bytes: u64,
+    /// `pi-sessions`: overwrite session files that exist (`--force`).
+    pub overwrite_sessions: bool,
+    /// `cursor-db`: the database the run reads (`--from-cursor-db`), never written.
+    pub reading_db: Option<PathBuf>,
+    /// `cursor-db`: the user said Cursor is closed, so its own `state.vscdb` may be written.
+    pub allow_cursor_state_db: bool,
 }
 
 impl SinkSpec {
@@ -197,6 +234,46 @@ impl SinkSpec {
                 })?;
                 Ok(Box::new(sink) as Box<dyn Sink>)
             }),
+            SinkKind::PiSessions => {
+                let (dir, overwrite) = (self.path.clone(), ctx.overwrite_sessions);
+                Box::new(move || {
+                    let root = match dir {
+                        Some(d) => SessionsRoot::Flat(d),
+                        None => {
+                            let home = std::env::var_os("HOME").map(PathBuf::from);
+                            SessionsRoot::from_pi_env(|k| std::env::var(k).ok(), home.as_deref()).map_err(|e| {
+                                SinkError::Other {
+                                    sink: "pi-sessions",
+                                    message: format!("cannot find pi's sessions folder: {e}"),
+                                }
+                            })?
+                        }
+                    };
+                    tracing::debug!(?root, "pi sessions go here");
+                    Ok(Box::new(PiSessionsSink::new(PiSessionsOptions { root, overwrite })) as Box<dyn Sink>)
+                })
+            }
+            SinkKind::CursorDb => {
+                let (reading, allow) = (ctx.reading_db.clone(), ctx.allow_cursor_state_db);
+                Box::new(move || {
+                    let fail = |message| SinkError::Other { sink: "cursor-db", message };
+                    // The source reads its file without locks: writing it under the source would
+                    // corrupt what it reads (and change a file the source promises not to change).
+                    if let Some(source) = reading {
+                        if let (Ok(a), Ok(b)) = (source.canonicalize(), path.canonicalize()) {
+                            if a == b {
+                                return Err(fail(format!(
+                                    "{}: cannot write into the database being read",
+                                    path.display()
+                                )));
+                            }
+                        }
+                    }
+                    let sink = CursorDbSink::create(&path, CursorDbOptions { allow_cursor_state_db: allow })
+                        .map_err(|e| fail(format!("cannot write {}: {e}", path.display())))?;
+                    Ok(Box::new(sink) as Box<dyn Sink>)
+                })
+            }
         };
         SinkPlan { label: self.label(), when_full, open }
     }
@@ -208,7 +285,7 @@ mod tests {
 
     #[test]
     fn every_kind_has_one_row() {
-        for kind in [SinkKind::Cards, SinkKind::Jsonl, SinkKind::PiSession] {
+        for kind in [SinkKind::Cards, SinkKind::Jsonl, SinkKind::PiSession, SinkKind::PiSessions, SinkKind::CursorDb] {
             assert_eq!(KINDS.iter().filter(|k| k.kind == kind).count(), 1, "{kind:?}");
             assert_eq!(kind.info().kind, kind);
         }
@@ -230,7 +307,12 @@ mod tests {
         assert_eq!(p("cards,when_full=block").map(|s| s.when_full), Ok(Some(WhenFull::Block)));
         assert!(p("jsonl").unwrap_err().contains("needs a PATH"));
         assert!(p("cards=x").unwrap_err().contains("takes no argument"));
-        assert!(p("nope").unwrap_err().contains("available: cards, jsonl=PATH, pi-session=PATH"));
+        assert!(p("nope")
+            .unwrap_err()
+            .contains("available: cards, jsonl=PATH, pi-session=PATH, pi-sessions[=DIR], cursor-db=PATH"));
+        assert_eq!(p("pi-sessions"), Ok(SinkSpec::new(SinkKind::PiSessions, None)));
+        assert_eq!(p("pi-sessions=d"), Ok(SinkSpec::new(SinkKind::PiSessions, Some("d".into()))));
+        assert!(p("pi-sessions=").is_err());
         assert!(p("cards,when_full=sometimes").unwrap_err().contains("block or drop_newest"));
         assert_eq!(
             p("jsonl=t.jsonl,when_full=drop_newest").unwrap().to_string(),

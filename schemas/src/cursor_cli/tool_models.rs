@@ -81,7 +81,7 @@ impl<T: Unmodeled> Unmodeled for BTreeMap<String, T> {
 }
 
 /// Visits one named field: `rust_name` is the Rust identifier, reported in its wire (camelCase) form.
-fn visit_field<T: Unmodeled>(path: &mut String, rust_name: &str, value: &T, out: &mut Vec<String>) {
+pub(crate) fn visit_field<T: Unmodeled>(path: &mut String, rust_name: &str, value: &T, out: &mut Vec<String>) {
     let len = path.len();
     if !path.is_empty() {
         path.push('.');
@@ -101,7 +101,7 @@ fn visit_field<T: Unmodeled>(path: &mut String, rust_name: &str, value: &T, out:
     path.truncate(len);
 }
 
-fn report_extra(path: &str, extra: &Extra, out: &mut Vec<String>) {
+pub(crate) fn report_extra(path: &str, extra: &Extra, out: &mut Vec<String>) {
     out.extend(extra.keys().map(|k| if path.is_empty() { k.clone() } else { format!("{path}.{k}") }));
 }
 
@@ -137,6 +137,9 @@ macro_rules! model {
         }
     )*};
 }
+
+/// The same declarations serve the other wire formats (Cursor bubbles).
+pub(crate) use model;
 
 // ------------------------------------------------------------------------------------------------
 // read

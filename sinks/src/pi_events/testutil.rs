@@ -79,6 +79,8 @@ pub fn card(label: &str, k: u32, pi_tool: &str, args: Value, content: &str, is_e
         started_ms: None,
         incomplete: None,
         completed_ms: None,
+        recorded_result: None,
+        recorded_args: None,
     }))
 }
 

@@ -4,28 +4,8 @@
 
 use toolstream_schemas::ids::hash8;
 
-/// `2026-11-22T06:59:00.123Z` for unix ms (UTC, as JavaScript's `toISOString`).
-pub fn iso(ms: u64) -> String {
-    let secs = ms / 1000;
-    let (days, rem) = (secs / 86_400, secs % 86_400);
-    let (y, m, d) = civil_from_days(days);
-    format!("{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{:03}Z", rem / 3600, (rem % 3600) / 60, rem % 60, ms % 1000)
-}
-
-/// Days since 1970-01-01 → (year, month, day) in the proleptic Gregorian calendar
-/// (H. Hinnant's `civil_from_days`, for non-negative day counts).
-fn civil_from_days(days: u64) -> (u64, u64, u64) {
-    let z = days + 719_468;
-    let era = z / 146_097;
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + u64::from(m <= 2);
-    (y, m, d)
-}
+/// ISO-8601 of unix ms, as JavaScript writes it (one implementation, in the schemas crate).
+pub use toolstream_schemas::iso_time::format_ms as iso;
 
 /// 32 bits of `sha256(s)` as a number.
 fn bits32(s: &str) -> u64 {
@@ -79,15 +59,6 @@ mod tests {
     use std::collections::HashSet;
 
     use super::*;
-
-    #[test]
-    fn iso_matches_javascript() {
-        // new Date(0).toISOString(), new Date(1794300000040).toISOString(), a leap day.
-        assert_eq!(iso(0), "1970-01-01T00:00:00.000Z");
-        assert_eq!(iso(1_794_300_000_040), "2026-11-10T08:40:00.040Z");
-        assert_eq!(iso(951_782_400_000), "2000-02-29T00:00:00.000Z");
-        assert_eq!(iso(1_767_225_599_999), "2025-12-31T23:59:59.999Z");
-    }
 
     #[test]
     fn uuid_v7_layout() {

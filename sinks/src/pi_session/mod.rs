@@ -31,7 +31,8 @@
 //! session and is never written in place (a pi process holding it open keeps reading the old
 //! file). Like pi, nothing is written before the first message has ended.
 
-mod ids;
+pub mod dir;
+pub(crate) mod ids;
 
 use std::fs::{self, File};
 use std::io::{self, Write};
@@ -150,10 +151,22 @@ struct SessionHead {
     time: u64,
 }
 
+/// Where a session is published.
+#[derive(Debug)]
+enum Target {
+    /// One file the user named (the single-file form); `tmp` is beside it.
+    File { path: PathBuf, tmp: PathBuf },
+    /// Named and placed as pi names its own sessions, decided at the first publish (when the
+    /// session's id, time and working directory are known): see [`dir`].
+    Named(dir::Placement),
+}
+
 /// Writes one pi session file for every run it receives.
 pub struct PiSessionSink {
-    path: PathBuf,
-    tmp: PathBuf,
+    target: Target,
+    /// The first Cursor chat seen, and whether another one was (single-file form: warned once).
+    first_chat: Option<Arc<str>>,
+    warned_chats: bool,
     fallback_cwd: String,
     asm: Assembler,
     steps: Vec<Step>,
@@ -185,9 +198,16 @@ impl PiSessionSink {
         if !dir.is_dir() {
             return Err(io::Error::new(io::ErrorKind::NotFound, format!("no such directory: {}", dir.display())));
         }
-        let mut tmp_name = std::ffi::OsString::from(".");
-        tmp_name.push(name);
-        tmp_name.push(format!(".{}.tmp", std::process::id()));
+        let target = Target::File { path: path.to_path_buf(), tmp: dir.join(tmp_name(name)) };
+        Ok(PiSessionSink::with_target(target, name))
+    }
+
+    /// A sink for one chat's session, named and placed as pi does ([`dir::Placement`]).
+    fn named(placement: dir::Placement) -> PiSessionSink {
+        PiSessionSink::with_target(Target::Named(placement), std::ffi::OsStr::new("pi-session"))
+    }
+
+    fn with_target(target: Target, name: &std::ffi::OsStr) -> PiSessionSink {
         let mut spool_name = std::ffi::OsString::from(".");
         spool_name.push(name);
         spool_name.push(format!(
@@ -196,9 +216,10 @@ impl PiSessionSink {
             SPOOLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
         ));
         let fallback_cwd = std::env::current_dir().map(|d| d.to_string_lossy().into_owned()).unwrap_or_default();
-        Ok(PiSessionSink {
-            path: path.to_path_buf(),
-            tmp: dir.join(tmp_name),
+        PiSessionSink {
+            target,
+            first_chat: None,
+            warned_chats: false,
             fallback_cwd,
             asm: Assembler::new(false),
             steps: Vec::new(),
@@ -210,7 +231,12 @@ impl PiSessionSink {
             // target's directory.
             spool_path: std::env::temp_dir().join(spool_name),
             dirty: false,
-        })
+        }
+    }
+
+    /// Whether no run is open (everything received so far is complete).
+    pub(crate) fn idle(&self) -> bool {
+        self.open.is_empty()
     }
 
     fn io(e: io::Error) -> SinkError {
@@ -235,6 +261,7 @@ impl PiSessionSink {
         for step in steps.drain(..) {
             match step {
                 Step::RunOpened { cwd, model, prompt, at } => {
+                    self.note_chat(&ev.run.session);
                     if let Some(i) = self.open.iter().position(|r| r.id == ev.run) {
                         // Reopened without a close (never expected): keep what it had.
                         self.close_run(i)?;
@@ -270,6 +297,21 @@ impl PiSessionSink {
             }
         }
         Ok(run_closed)
+    }
+
+    /// The single-file form says so (once) when runs of a second Cursor chat reach it: one pi
+    /// session should be one conversation (SPEC §9.2).
+    fn note_chat(&mut self, chat: &Arc<str>) {
+        let first = self.first_chat.get_or_insert_with(|| chat.clone());
+        if let (Target::File { path, .. }, false) = (&self.target, self.warned_chats) {
+            if first != chat {
+                self.warned_chats = true;
+                tracing::warn!(
+                    "pi-session: runs of several Cursor chats go into one session file ({}); `--sink pi-sessions=DIR` writes one session per chat",
+                    path.display()
+                );
+            }
+        }
     }
 
     /// Fix the session's identity from its first run.
@@ -342,9 +384,23 @@ impl PiSessionSink {
             return Ok(());
         }
         self.spool()?.flush()?;
-        let res = publish_file(&self.spool_path, &tail, &self.tmp, &self.path);
+        let (path, tmp) = match &mut self.target {
+            Target::File { path, tmp } => (path.clone(), tmp.clone()),
+            Target::Named(placement) => {
+                let Some(head) = &self.head else { return Ok(()) };
+                match placement.resolve(&head.id, head.time, &head.cwd)? {
+                    Some(paths) => paths,
+                    None => {
+                        // The session exists already and may not be overwritten: nothing to do.
+                        self.dirty = false;
+                        return Ok(());
+                    }
+                }
+            }
+        };
+        let res = publish_file(&self.spool_path, &tail, &tmp, &path);
         if res.is_err() {
-            let _ = fs::remove_file(&self.tmp);
+            let _ = fs::remove_file(&tmp);
         }
         res?;
         self.dirty = false;
@@ -357,6 +413,15 @@ impl Drop for PiSessionSink {
         self.spool.take();
         let _ = fs::remove_file(&self.spool_path);
     }
+}
+
+/// `.<name>.<pid>.tmp`: the temporary file a session is written to before it is renamed over
+/// `<name>`.
+fn tmp_name(name: &std::ffi::OsStr) -> std::ffi::OsString {
+    let mut tmp = std::ffi::OsString::from(".");
+    tmp.push(name);
+    tmp.push(format!(".{}.tmp", std::process::id()));
+    tmp
 }
 
 fn publish_file(spool: &Path, tail: &[u8], tmp: &Path, target: &Path) -> io::Result<()> {

@@ -1,0 +1,69 @@
+//! Unit tests of the Cursor chat database sink: real SQLite files in a temporary folder.
+
+use super::*;
+
+fn tmp(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("toolstream-cursordb-sink-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+#[test]
+fn refuses_cursor_s_own_database_without_the_flag() {
+    let dir = tmp("refuse");
+    let path = dir.join("state.vscdb");
+    let err = CursorDbSink::create(&path, CursorDbOptions::default()).unwrap_err();
+    assert!(err.to_string().contains("--i-know-cursor-is-closed"), "{err}");
+    assert!(!path.exists(), "nothing is created when refused");
+    CursorDbSink::create(&path, CursorDbOptions { allow_cursor_state_db: true }).unwrap();
+    assert!(path.exists());
+}
+
+#[test]
+fn creates_the_tables_and_commits_only_at_the_checkpoint() {
+    let dir = tmp("tx");
+    let path = dir.join("chats.vscdb");
+    let mut sink = CursorDbSink::create(&path, CursorDbOptions::default()).unwrap();
+    let run = Arc::new(RunId { session: Arc::from("chat-1"), seq: 1 });
+    let ev = |at, kind| OutputEvent { run: run.clone(), at_ms: at, kind };
+    sink.write(&[
+        ev(1_000, Output::RunOpened { cwd: Some("/w".into()), model: Some("m".into()), prompt: Some("hello".into()) }),
+        ev(1_001, Output::MessageStarted { turn: 1 }),
+        ev(1_002, Output::Text { turn: 1, delta: "hi ".into() }),
+        ev(1_003, Output::Text { turn: 1, delta: "there".into() }),
+        ev(1_004, Output::BlockEnded { turn: 1 }),
+    ])
+    .unwrap();
+    let count = |p: &Path| {
+        let c = Connection::open(p).unwrap();
+        c.query_row("SELECT count(*) FROM cursorDiskKV", [], |r| r.get::<_, i64>(0)).unwrap()
+    };
+    // Another connection sees nothing before the commit.
+    assert_eq!(count(&path), 0);
+    sink.checkpoint().unwrap();
+    // user bubble, text bubble, composerData (the open run is written as far as it got).
+    assert_eq!(count(&path), 3);
+    let c = Connection::open(&path).unwrap();
+    let data: String =
+        c.query_row("SELECT value FROM cursorDiskKV WHERE key = 'composerData:chat-1'", [], |r| r.get(0)).unwrap();
+    let data: ComposerData = serde_json::from_str(&data).unwrap();
+    let headers = data.full_conversation_headers_only.unwrap();
+    assert_eq!(headers.len(), 2);
+    let text_key = bubble_key("chat-1", headers[1].bubble_id.as_deref().unwrap());
+    let text: String = c.query_row("SELECT value FROM cursorDiskKV WHERE key = ?1", [&text_key], |r| r.get(0)).unwrap();
+    let text: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!((text["type"].as_i64(), text["text"].as_str()), (Some(2), Some("hi there")));
+    let index: String = c.query_row("SELECT value FROM ItemTable WHERE key = ?1", [HEADERS_KEY], |r| r.get(0)).unwrap();
+    assert!(index.contains("\"composerId\":\"chat-1\""), "{index}");
+}
+
+#[test]
+fn a_file_that_is_not_sqlite_is_an_error() {
+    let dir = tmp("notdb");
+    let path = dir.join("x.vscdb");
+    std::fs::write(&path, b"this is not a database, just text that is long enough to have a header").unwrap();
+    let before = std::fs::read(&path).unwrap();
+    assert!(CursorDbSink::create(&path, CursorDbOptions::default()).is_err());
+    assert_eq!(std::fs::read(&path).unwrap(), before, "left untouched");
+}

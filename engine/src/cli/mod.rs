@@ -5,6 +5,7 @@ mod config_cmd;
 mod pi_provider;
 mod replay;
 mod stats;
+mod wrap;
 
 use std::path::PathBuf;
 use std::str::FromStr;
@@ -54,6 +55,10 @@ pub enum Command {
     /// on stdout, driven by a JSON-lines request, pi's tool results and `abort` on stdin. See the
     /// README section "pi provider protocol".
     PiProvider(pi_provider::PiProviderArgs),
+    /// Run a command and print its output compacted for a model (failures, error locations and
+    /// counts kept; progress, passing tests and repeats dropped), exiting with its exit code.
+    /// If compaction goes wrong, the raw output is printed instead.
+    Wrap(wrap::WrapArgs),
 }
 
 /// Options shared by every command that reads streams.
@@ -241,6 +246,7 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Config(args) => config_cmd::run(args),
         Command::Bench(args) => bench::run(args),
         Command::PiProvider(args) => pi_provider::run(args),
+        Command::Wrap(args) => wrap::run(args),
     }
 }
 

@@ -76,18 +76,45 @@ pub fn render(output: &str) -> Cow<'_, str> {
     match serde_json::from_str::<Node>(t) {
         Ok(node) => {
             let mut out = String::with_capacity(output.len() / 2);
-            write(&mut out, None, &node, 0);
+            write(&mut out, None, &node, 0, 0);
             Cow::Owned(out)
         }
         Err(_) => Cow::Borrowed(output),
     }
 }
 
+/// Objects of scalars this short go on one line, `{a: 1, b: x}`.
+const FLOW_MAX_CHARS: usize = 100;
+
 fn is_scalar_list(items: &[Node]) -> bool {
     items.iter().all(|i| matches!(i, Node::Scalar(_)))
 }
 
-fn write(out: &mut String, key: Option<&str>, node: &Node, depth: usize) {
+/// `{a: 1, b: x}` for a small object of scalars (and lists of scalars); `None` otherwise.
+fn flow(entries: &[(String, Node)]) -> Option<String> {
+    let mut out = String::from("{");
+    for (i, (k, v)) in entries.iter().enumerate() {
+        match v {
+            Node::Scalar(_) => {}
+            Node::Array(items) if is_scalar_list(items) => {}
+            _ => return None,
+        }
+        if i > 0 {
+            out.push_str(", ");
+        }
+        out.push_str(k);
+        out.push_str(": ");
+        scalar(&mut out, v);
+        if out.len() > FLOW_MAX_CHARS {
+            return None;
+        }
+    }
+    out.push('}');
+    Some(out)
+}
+
+/// Write `node` under `key` on a line indented by `depth`; its children go at `inner`.
+fn write(out: &mut String, key: Option<&str>, node: &Node, depth: usize, inner: usize) {
     let start_line = |out: &mut String| {
         if !out.is_empty() {
             out.push('\n');
@@ -98,14 +125,21 @@ fn write(out: &mut String, key: Option<&str>, node: &Node, depth: usize) {
             out.push(':');
         }
     };
-    let inner = depth + usize::from(key.is_some());
+    if let (Some(_), Node::Object(entries)) = (key, node) {
+        if let Some(one_line) = flow(entries) {
+            start_line(out);
+            out.push(' ');
+            out.push_str(&one_line);
+            return;
+        }
+    }
     match node {
         Node::Object(entries) if !entries.is_empty() => {
             if key.is_some() {
                 start_line(out);
             }
             for (k, child) in entries {
-                write(out, Some(k), child, inner);
+                write(out, Some(k), child, inner, inner + 1);
             }
         }
         Node::Array(items) if !is_scalar_list(items) => {
@@ -113,7 +147,7 @@ fn write(out: &mut String, key: Option<&str>, node: &Node, depth: usize) {
                 start_line(out);
             }
             for item in items {
-                write(out, Some("-"), item, inner);
+                item_line(out, item, inner);
             }
         }
         _ => {
@@ -122,6 +156,32 @@ fn write(out: &mut String, key: Option<&str>, node: &Node, depth: usize) {
                 out.push(' ');
             }
             scalar(out, node);
+        }
+    }
+}
+
+/// One array item as `- …`: an object's first key shares the dash's line, the rest align with it.
+fn item_line(out: &mut String, item: &Node, depth: usize) {
+    match item {
+        Node::Object(entries) if !entries.is_empty() && flow(entries).is_none() => {
+            for (i, (k, child)) in entries.iter().enumerate() {
+                if i == 0 {
+                    write(out, Some(&format!("- {k}")), child, depth, depth + 3);
+                } else {
+                    write(out, Some(k), child, depth + 2, depth + 3);
+                }
+            }
+        }
+        Node::Array(items) if !is_scalar_list(items) => {
+            write(out, Some("-"), item, depth, depth + 2);
+        }
+        _ => {
+            if !out.is_empty() {
+                out.push('\n');
+            }
+            out.extend(std::iter::repeat_n(' ', depth));
+            out.push_str("- ");
+            scalar(out, item);
         }
     }
 }
@@ -140,7 +200,7 @@ fn scalar(out: &mut String, node: &Node) {
             }
             out.push(']');
         }
-        Node::Object(_) => out.push_str("{}"),
+        Node::Object(entries) => out.push_str(&flow(entries).unwrap_or_else(|| "{…}".to_owned())),
     }
 }
 
@@ -152,7 +212,11 @@ mod tests {
     fn objects_become_key_value_lines_in_their_order() {
         let doc =
             "{\n  \"z\": 1,\n  \"b\": {\"c\": \"x y\", \"d\": [1, 2]},\n  \"e\": [{\"f\": true}],\n  \"g\": {}\n}\n";
-        assert_eq!(render(doc), "z: 1\nb:\n c: x y\n d: [1, 2]\ne:\n -:\n  f: true\ng: {}");
+        assert_eq!(render(doc), "z: 1\nb: {c: x y, d: [1, 2]}\ne:\n - {f: true}\ng: {}");
+        let list = r#"[{"a": 1, "b": {"c": 2}, "d": [{"e": [3]}, {"e": {"f": {}}}]}, "s", [{"f": 4}]]"#;
+        assert_eq!(render(list), "- a: 1\n  b: {c: 2}\n  d:\n   - {e: [3]}\n   - e:\n      f: {}\n- s\n-:\n  - {f: 4}");
+        let long = format!(r#"{{"o": {{"a": "{}", "b": 1}}}}"#, "x".repeat(100));
+        assert_eq!(render(&long), format!("o:\n a: {}\n b: 1", "x".repeat(100)));
     }
 
     #[test]

@@ -7,7 +7,7 @@
 use super::rules::{Matcher, Rule, RuleSet, COMPOUND_ID, FALLBACK_ID};
 
 /// Shells whose `-c` argument is the real command.
-const SHELLS: &[&str] = &["bash", "sh", "zsh", "fish", "dash", "ksh"];
+pub const SHELLS: &[&str] = &["bash", "sh", "zsh", "fish", "dash", "ksh"];
 
 /// Runner prefixes stripped when no rule matches the command as written: the words of the prefix
 /// (`*` matches any word), after which the real tool follows (flags in between are skipped).

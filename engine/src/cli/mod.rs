@@ -2,6 +2,8 @@
 
 mod bench;
 mod config_cmd;
+mod hook;
+mod hooks_json;
 mod pi_provider;
 mod replay;
 mod stats;
@@ -59,6 +61,17 @@ pub enum Command {
     /// counts kept; progress, passing tests and repeats dropped), exiting with its exit code.
     /// If compaction goes wrong, the raw output is printed instead.
     Wrap(wrap::WrapArgs),
+    /// Answer an agent host's hook on stdin (`hook cursor`: Cursor's `preToolUse`, rewriting shell
+    /// commands to run through `toolstream wrap`).
+    Hook(hook::HookArgs),
+    /// Add toolstream's hook to a host (`install cursor`: `~/.cursor/hooks.json`), keeping every
+    /// other hook in the file as it was.
+    Install(hook::HostArgs),
+    /// Check a host's toolstream hook (`doctor cursor`): prints `health: ok` (exit 0) or
+    /// `health: broken` and what is wrong (exit 1).
+    Doctor(hook::HostArgs),
+    /// Remove toolstream's hook from a host (`uninstall cursor`), leaving every other hook.
+    Uninstall(hook::HostArgs),
 }
 
 /// Options shared by every command that reads streams.
@@ -247,6 +260,10 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Bench(args) => bench::run(args),
         Command::PiProvider(args) => pi_provider::run(args),
         Command::Wrap(args) => wrap::run(args),
+        Command::Hook(args) => hook::run_hook(args),
+        Command::Install(args) => hook::run_install(args),
+        Command::Doctor(args) => hook::run_doctor(args),
+        Command::Uninstall(args) => hook::run_uninstall(args),
     }
 }
 

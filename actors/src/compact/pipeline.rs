@@ -98,10 +98,10 @@ fn count(counter: &super::rules::Counter, line: &str, n: &mut u64) {
     }
     match counter.mode {
         CounterMode::Lines => *n += u64::from(counter.pattern.is_match(line)),
-        CounterMode::Last => {
-            if let Some(v) = counter.pattern.captures(line).and_then(|c| c.get(1)).and_then(|m| m.as_str().parse().ok())
-            {
-                *n = v;
+        CounterMode::Last | CounterMode::Sum => {
+            let captured = counter.pattern.captures(line).and_then(|c| c.iter().skip(1).flatten().next());
+            if let Some(v) = captured.and_then(|m| m.as_str().parse::<u64>().ok()) {
+                *n = if counter.mode == CounterMode::Sum { n.saturating_add(v) } else { v };
             }
         }
     }

@@ -134,7 +134,9 @@ struct CounterSpec {
     pattern: String,
     /// Lines matching this are not counted.
     unless: Option<String>,
-    /// `lines` (default): count matching lines; `last`: the number in capture 1 of the last match.
+    /// `lines` (default): count matching lines; `last`: the number captured by the last match;
+    /// `sum`: the numbers captured by every match, added up (the first capture group that took
+    /// part in the match counts).
     #[serde(default)]
     mode: CounterMode,
 }
@@ -146,6 +148,7 @@ pub enum CounterMode {
     #[default]
     Lines,
     Last,
+    Sum,
 }
 
 /// An inline case: the rule's output for `input` must be `expected`.
@@ -317,8 +320,8 @@ fn compile(file: &str, s: RuleSpec) -> Result<Rule, RuleError> {
     let mut counters = Vec::new();
     for c in &s.counters {
         let pattern = regex(file, id, &c.pattern)?;
-        if c.mode == CounterMode::Last && pattern.captures_len() < 2 {
-            return Err(rule_err(file, id, format!("counter `{}` counts `last` but has no capture", c.label)));
+        if c.mode != CounterMode::Lines && pattern.captures_len() < 2 {
+            return Err(rule_err(file, id, format!("counter `{}` reads numbers but has no capture", c.label)));
         }
         let unless = c.unless.as_deref().map(|u| regex(file, id, u)).transpose()?;
         counters.push(Counter { label: c.label.clone(), pattern, unless, mode: c.mode });

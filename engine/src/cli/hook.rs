@@ -19,6 +19,8 @@ use super::hooks_json;
 const SHELL_TOOLS: &[&str] = &["Shell", "shell", "run_terminal_cmd"];
 /// The environment variable naming the host shell (before `SHELL`).
 pub const CURSOR_SHELL_ENV: &str = "TOOLSTREAM_CURSOR_SHELL";
+/// Programs whose `wrap` subcommand already compacts: a command run through one is left alone.
+const WRAPPERS: &[&str] = &["toolstream", "tokenjuice"];
 /// What the installed hook runs after the launcher.
 const HOOK_ARGS: &str = "hook cursor";
 const WINDOWS_USER_MESSAGE: &str =
@@ -152,12 +154,12 @@ pub fn wrapped(launcher: &str, shell: &str, command: &str) -> String {
     format!("{} wrap -- {} -lc {}", shell_quote(launcher), shell_quote(shell), shell_quote(command))
 }
 
-/// Whether a command already runs through `toolstream wrap`.
+/// Whether a command already runs through `toolstream wrap` (or another compactor's `wrap`).
 fn already_wrapped(command: &str) -> bool {
     let n = toolstream_actors::compact::classify::normalize_command(command);
     let mut words = n.argv.iter();
     let first = words.next().map(|w| w.rsplit('/').next().unwrap_or(w));
-    first.is_some_and(|w| w.starts_with("toolstream")) && words.next().is_some_and(|w| w == "wrap")
+    first.is_some_and(|w| WRAPPERS.iter().any(|p| w.starts_with(p))) && words.next().is_some_and(|w| w == "wrap")
 }
 
 fn launcher(explicit: Option<PathBuf>) -> String {
@@ -397,8 +399,10 @@ mod tests {
     fn other_tools_and_wrapped_commands_pass_unchanged() {
         let allow = json!({"permission": "allow"});
         assert_eq!(answer(&json!({"tool_name": "Read", "tool_input": {"path": "x"}}), "t", &env(), false), allow);
-        let wrapped = json!({"tool_name": "Shell", "tool_input": {"command": "/x/toolstream wrap --raw -- git log"}});
-        assert_eq!(answer(&wrapped, "t", &env(), false), allow);
+        for cmd in ["/x/toolstream wrap --raw -- git log", "tokenjuice wrap -- git log"] {
+            let wrapped = json!({"tool_name": "Shell", "tool_input": {"command": cmd}});
+            assert_eq!(answer(&wrapped, "t", &env(), false), allow);
+        }
         assert_eq!(answer(&Value::Null, "t", &env(), false), allow);
     }
 

@@ -289,3 +289,61 @@ fn every_new_command_explains_itself() {
     assert_eq!(bad.code, Some(2));
     assert!(bad.stderr.contains("cursor"), "{}", bad.stderr);
 }
+
+/// The demo recording with its shell call turned into a failing `cargo test` with a long log.
+fn demo_with_a_cargo_test(dir: &Path) -> std::path::PathBuf {
+    let (log, _) = toolstream_testkit::synthetic::cargo_test_log(16 << 10, 2);
+    let demo = std::fs::read_to_string(common::example("demo.jsonl")).unwrap();
+    let mut out = String::new();
+    for line in demo.lines() {
+        let mut v: Value = serde_json::from_str(line).unwrap();
+        if let Some(shell) = v.pointer_mut("/tool_call/shellToolCall") {
+            shell["args"]["command"] = "cargo test".into();
+            if let Some(failure) = shell.pointer_mut("/result/failure") {
+                failure["command"] = "cargo test".into();
+                failure["stdout"] = log.clone().into();
+                failure["stderr"] = "".into();
+                failure["exitCode"] = 101.into();
+            }
+        }
+        out.push_str(&v.to_string());
+        out.push('\n');
+    }
+    let path = dir.join("cargo-test-run.jsonl");
+    std::fs::write(&path, out).unwrap();
+    path
+}
+
+#[test]
+fn replay_compact_changes_only_the_model_facing_output() {
+    let dir = tempdir();
+    let run = demo_with_a_cargo_test(&dir);
+    let run = run.to_str().unwrap();
+    let session = |name: &str, compact: bool| {
+        let path = dir.join(name);
+        let spec = format!("--sink=pi-session={}", path.display());
+        let mut args = vec!["replay", spec.as_str(), run];
+        if compact {
+            args.push("--compact");
+        }
+        let out = run_in(&dir, &args, &[], None);
+        assert_eq!(out.code, Some(0), "{}", out.stderr);
+        std::fs::read_to_string(path).unwrap()
+    };
+    let plain = session("plain.jsonl", false);
+    let compacted = session("compact.jsonl", true);
+    assert!(plain.contains(" ... ok"), "the plain session has the full log");
+    assert!(!compacted.contains(" ... ok"), "passing tests are gone from the compacted session");
+    assert!(compacted.contains("2 failed tests"), "the compacted session counts the failures");
+    assert!(compacted.len() < plain.len() / 2, "{} vs {}", compacted.len(), plain.len());
+
+    let cards = |extra: &[&str]| {
+        let mut args = vec!["replay", "--expanded", "--color=never", run];
+        args.extend_from_slice(extra);
+        run_in(&dir, &args, &[], None).stdout
+    };
+    assert_eq!(cards(&["--compact"]), cards(&[]), "--compact leaves the cards alone");
+    let compact_cards = cards(&["--compact-cards"]);
+    assert!(compact_cards.contains("2 failed tests"), "{compact_cards}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

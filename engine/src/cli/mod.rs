@@ -148,6 +148,13 @@ pub struct ReplayArgs {
     /// Colour: `auto` colours only when stdout is a terminal (and NO_COLOR is unset).
     #[arg(long, value_enum, default_value_t = ColorArg::Auto)]
     pub color: ColorArg,
+    /// Compact shell results in the model-facing output (the pi session) as `toolstream wrap`
+    /// does: failures, error locations and counts kept, noise dropped. Cards stay as they are.
+    #[arg(long)]
+    pub compact: bool,
+    /// Compact shell results in the terminal cards too.
+    #[arg(long)]
+    pub compact_cards: bool,
     #[command(flatten)]
     pub input: InputArgs,
 }

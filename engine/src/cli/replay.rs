@@ -9,6 +9,7 @@ use toolstream_sinks::jsonl_trace::JsonlTraceSink;
 use toolstream_sinks::Sink;
 
 use super::{ColorArg, ReplayArgs, SinkSpec};
+use crate::compact_stage::CompactShellResults;
 use crate::pipeline::{Pipeline, PipelineError};
 use crate::source::Source;
 
@@ -33,7 +34,8 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<i32> {
         match spec {
             SinkSpec::Cards => {
                 let opts = CardsOptions { expanded: args.expanded, color };
-                sinks.push(Box::new(CardsSink::new(io::BufWriter::new(io::stdout()), opts)));
+                let sink: Box<dyn Sink> = Box::new(CardsSink::new(io::BufWriter::new(io::stdout()), opts));
+                sinks.push(if args.compact_cards { CompactShellResults::wrap(sink) } else { sink });
             }
             SinkSpec::Jsonl(path) => {
                 let sink = JsonlTraceSink::create_with_limit(&path, cfg.trace_limit_bytes.value)
@@ -41,9 +43,11 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<i32> {
                 sinks.push(Box::new(sink));
             }
             SinkSpec::PiSession(path) => {
-                let sink = toolstream_sinks::pi_session::PiSessionSink::create(&path)
-                    .map_err(|e| anyhow::anyhow!("cannot write pi session {}: {e}", path.display()))?;
-                sinks.push(Box::new(sink));
+                let sink: Box<dyn Sink> = Box::new(
+                    toolstream_sinks::pi_session::PiSessionSink::create(&path)
+                        .map_err(|e| anyhow::anyhow!("cannot write pi session {}: {e}", path.display()))?,
+                );
+                sinks.push(if args.compact { CompactShellResults::wrap(sink) } else { sink });
             }
         }
     }

@@ -2,6 +2,8 @@
 //! offline crate, `git status`/`git diff` in a temporary repository, pytest when installed), and
 //! the Cursor hook: its answers, and install → doctor → uninstall on a temporary HOME.
 
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 mod common;
 
 use std::path::Path;

@@ -174,7 +174,7 @@ fn shell_payload(words: &[String]) -> Option<&str> {
     }
     let mut it = rest.iter();
     while let Some(arg) = it.next() {
-        let Some(flags) = arg.strip_prefix('-') else { return None };
+        let flags = arg.strip_prefix('-')?;
         if !flags.starts_with('-') && flags.contains('c') {
             return it.next().map(String::as_str);
         }

@@ -5,6 +5,7 @@
 pub mod bench;
 pub mod cli;
 pub mod clock;
+pub mod compact_stage;
 pub mod config;
 pub mod cursor_db;
 pub mod decode;

@@ -3,9 +3,12 @@
 mod bench;
 mod config_cmd;
 pub mod cursor_db;
+mod hook;
+mod hooks_json;
 mod pi_provider;
 mod replay;
 mod stats;
+mod wrap;
 
 use std::path::PathBuf;
 use std::str::FromStr;
@@ -56,6 +59,21 @@ pub enum Command {
     /// on stdout, driven by a JSON-lines request, pi's tool results and `abort` on stdin. See the
     /// README section "pi provider protocol".
     PiProvider(pi_provider::PiProviderArgs),
+    /// Run a command and print its output compacted for a model (failures, error locations and
+    /// counts kept; progress, passing tests and repeats dropped), exiting with its exit code.
+    /// If compaction goes wrong, the raw output is printed instead.
+    Wrap(wrap::WrapArgs),
+    /// Answer an agent host's hook on stdin (`hook cursor`: Cursor's `preToolUse`, rewriting shell
+    /// commands to run through `toolstream wrap`).
+    Hook(hook::HookArgs),
+    /// Add toolstream's hook to a host (`install cursor`: `~/.cursor/hooks.json`), keeping every
+    /// other hook in the file as it was.
+    Install(hook::HostArgs),
+    /// Check a host's toolstream hook (`doctor cursor`): prints `health: ok` (exit 0) or
+    /// `health: broken` and what is wrong (exit 1).
+    Doctor(hook::HostArgs),
+    /// Remove toolstream's hook from a host (`uninstall cursor`), leaving every other hook.
+    Uninstall(hook::HostArgs),
 }
 
 /// Options shared by every command that reads streams.
@@ -159,6 +177,13 @@ pub struct ReplayArgs {
     /// Colour: `auto` colours only when stdout is a terminal (and NO_COLOR is unset).
     #[arg(long, value_enum, default_value_t = ColorArg::Auto)]
     pub color: ColorArg,
+    /// Compact shell results in the model-facing output (the pi session) as `toolstream wrap`
+    /// does: failures, error locations and counts kept, noise dropped. Cards stay as they are.
+    #[arg(long)]
+    pub compact: bool,
+    /// Compact shell results in the terminal cards too.
+    #[arg(long)]
+    pub compact_cards: bool,
     #[command(flatten)]
     pub input: InputArgs,
 }
@@ -242,6 +267,11 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Config(args) => config_cmd::run(args),
         Command::Bench(args) => bench::run(args),
         Command::PiProvider(args) => pi_provider::run(args),
+        Command::Wrap(args) => wrap::run(args),
+        Command::Hook(args) => hook::run_hook(args),
+        Command::Install(args) => hook::run_install(args),
+        Command::Doctor(args) => hook::run_doctor(args),
+        Command::Uninstall(args) => hook::run_uninstall(args),
     }
 }
 

@@ -18,6 +18,9 @@ pub struct PiProviderArgs {
     /// then `cursor-agent` on PATH).
     #[arg(long, value_name = "PATH")]
     pub cursor_agent: Option<PathBuf>,
+    /// Compact shell results before pi sees them (as `toolstream wrap` does).
+    #[arg(long)]
+    pub compact: bool,
     #[command(flatten)]
     pub input: InputArgs,
 }
@@ -25,5 +28,11 @@ pub struct PiProviderArgs {
 pub fn run(args: PiProviderArgs) -> anyhow::Result<i32> {
     let config = args.input.config()?;
     let pipeline = args.input.pipeline_options(&config)?;
-    Ok(serve(ProviderOptions { pipeline, config, realtime: args.realtime, cursor_agent: args.cursor_agent }))
+    Ok(serve(ProviderOptions {
+        pipeline,
+        config,
+        realtime: args.realtime,
+        cursor_agent: args.cursor_agent,
+        compact: args.compact,
+    }))
 }

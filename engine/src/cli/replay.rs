@@ -48,6 +48,8 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<i32> {
         overwrite_sessions: args.force,
         reading_db: args.cursor_db.from_cursor_db.clone(),
         allow_cursor_state_db: args.cursor_db.i_know_cursor_is_closed,
+        compact_model_results: args.compact,
+        compact_cards: args.compact_cards,
     };
     let plans = specs.iter().map(|spec| spec.plan(&ctx, cfg.when_full(spec.kind))).collect();
     let mut opts = args.input.pipeline_options(&cfg)?;

@@ -63,6 +63,8 @@ pub struct ProviderOptions {
     pub realtime: bool,
     /// The cursor-agent binary (default: `$TOOLSTREAM_CURSOR_AGENT`, then `cursor-agent`).
     pub cursor_agent: Option<PathBuf>,
+    /// Compact shell results in the events pi receives (`--compact`).
+    pub compact: bool,
 }
 
 /// Serve one request on stdin/stdout; returns the exit status.
@@ -77,7 +79,9 @@ pub fn serve(opts: ProviderOptions) -> i32 {
     let model = request.model.clone().filter(|m| !m.trim().is_empty()).unwrap_or_else(|| NO_MODEL.to_owned());
 
     let delivered = Arc::new(AtomicBool::new(false));
-    let mut sinks: Vec<Box<dyn Sink>> = vec![Box::new(ProviderSink::new(gate.clone(), delivered.clone()))];
+    let provider: Box<dyn Sink> = Box::new(ProviderSink::new(gate.clone(), delivered.clone()));
+    let provider = if opts.compact { crate::compact_stage::CompactShellResults::wrap(provider) } else { provider };
+    let mut sinks: Vec<Box<dyn Sink>> = vec![provider];
     if opts.config.trace_enabled.value {
         let path = &opts.config.trace_file.value;
         match JsonlTraceSink::create_with_limit(path, opts.config.trace_limit_bytes.value) {

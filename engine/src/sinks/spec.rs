@@ -17,7 +17,8 @@ use toolstream_sinks::pi_session::PiSessionSink;
 use toolstream_sinks::{Sink, SinkError};
 
 use super::port::WhenFull;
-use super::thread::SinkPlan;
+use super::thread::{OpenSink, SinkPlan};
+use crate::compact_stage::CompactShellResults;
 
 /// The kinds of sink, one row each.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -204,6 +205,10 @@ pub struct SinkContext {
     pub reading_db: Option<PathBuf>,
     /// `cursor-db`: the user said Cursor is closed, so its own `state.vscdb` may be written.
     pub allow_cursor_state_db: bool,
+    /// `--compact`: shell results reach the pi sinks (what pi's model reads) compacted.
+    pub compact_model_results: bool,
+    /// `--compact-cards`: the terminal cards show compacted shell results too.
+    pub compact_cards: bool,
 }
 
 impl SinkSpec {
@@ -212,7 +217,7 @@ impl SinkSpec {
     pub fn plan(&self, ctx: &SinkContext, configured: Option<WhenFull>) -> SinkPlan {
         let when_full = self.when_full.or(configured).unwrap_or(self.kind.info().when_full);
         let path = self.path.clone().unwrap_or_default();
-        let open: Box<dyn FnOnce() -> Result<Box<dyn Sink>, SinkError> + Send> = match self.kind {
+        let open: OpenSink = match self.kind {
             SinkKind::Cards => {
                 let opts = ctx.cards;
                 Box::new(move || Ok(Box::new(CardsSink::new(io::BufWriter::new(io::stdout()), opts)) as Box<dyn Sink>))
@@ -275,6 +280,14 @@ impl SinkSpec {
                 })
             }
         };
+        // Compaction (SPEC §10) sits in front of the sinks it is asked for: the pi sinks with
+        // `--compact`, the terminal cards only with `--compact-cards`.
+        let compact = match self.kind {
+            SinkKind::Cards => ctx.compact_cards,
+            SinkKind::PiSession | SinkKind::PiSessions => ctx.compact_model_results,
+            SinkKind::Jsonl | SinkKind::CursorDb => false,
+        };
+        let open: OpenSink = if compact { Box::new(move || open().map(CompactShellResults::wrap)) } else { open };
         SinkPlan { label: self.label(), when_full, open }
     }
 }

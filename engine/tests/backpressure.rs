@@ -6,10 +6,9 @@
 
 mod common;
 
-use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::Value;
 
@@ -44,33 +43,12 @@ fn spawn(args: &[String]) -> Child {
         .unwrap()
 }
 
-/// Wait for the child at most `limit`; kill it (and fail) past that. Returns (code, stdout, stderr).
-fn wait(mut child: Child, limit: Duration) -> (Option<i32>, String, String) {
-    let mut out = child.stdout.take().unwrap();
-    let mut err = child.stderr.take().unwrap();
-    let reader = std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ = out.read_to_string(&mut s);
-        s
-    });
-    let err_reader = std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ = err.read_to_string(&mut s);
-        s
-    });
-    let start = Instant::now();
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        if start.elapsed() > limit {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("toolstream did not exit within {limit:?}: {}", err_reader.join().unwrap());
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    (status.code(), reader.join().unwrap(), err_reader.join().unwrap())
+/// Wait for the child at most `limit` (failing past that). Returns (code, stdout, stderr).
+fn wait(child: Child, limit: Duration) -> (Option<i32>, String, String) {
+    match common::finish_with_timeout(child, limit) {
+        Ok(f) => (f.code, f.stdout, f.stderr),
+        Err(stderr) => panic!("toolstream did not exit within {limit:?}: {stderr}"),
+    }
 }
 
 /// The pi session file holds every run's messages (it was written whole).

@@ -48,18 +48,8 @@ fn temp_dir(tag: &str) -> Tmp {
 /// Run `toolstream config <args>` in `dir/cwd` with only `vars` (plus HOME and XDG_CONFIG_HOME
 /// inside `dir`) in the environment.
 fn config(dir: &Path, args: &[&str], vars: &[(&str, &str)]) -> Out {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_toolstream"));
-    cmd.arg("config").args(args).current_dir(dir.join("cwd")).env_clear();
-    cmd.env("HOME", dir.join("home")).env("XDG_CONFIG_HOME", dir.join("xdg"));
-    for (k, v) in vars {
-        cmd.env(k, v);
-    }
-    let out = cmd.output().unwrap();
-    Out {
-        stdout: String::from_utf8(out.stdout).unwrap(),
-        stderr: String::from_utf8(out.stderr).unwrap(),
-        code: out.status.code().unwrap_or(-1),
-    }
+    let all: Vec<&str> = std::iter::once("config").chain(args.iter().copied()).collect();
+    toolstream_in(dir, &all, vars)
 }
 
 fn json(dir: &Path, vars: &[(&str, &str)]) -> Value {

@@ -173,6 +173,13 @@ pub fn run_with_timeout(cmd: &mut Command, stdin: Option<&[u8]>, timeout: Durati
     if let (Some(bytes), Some(mut pipe)) = (stdin, child.stdin.take()) {
         let _ = pipe.write_all(bytes);
     }
+    finish_with_timeout(child, timeout)
+        .map_err(|stderr| format!("{cmd:?} timed out after {timeout:?}; stderr: {stderr}"))
+}
+
+/// Collect a started child's stdout and stderr (both piped) until it exits within `timeout`;
+/// past that, kill it and return its stderr as the error.
+pub fn finish_with_timeout(mut child: Child, timeout: Duration) -> Result<Finished, String> {
     let mut out = child.stdout.take().unwrap();
     let mut err = child.stderr.take().unwrap();
     let reader = std::thread::spawn(move || {
@@ -189,7 +196,7 @@ pub fn run_with_timeout(cmd: &mut Command, stdin: Option<&[u8]>, timeout: Durati
     let (stdout, stderr) = (reader.join().unwrap_or_default(), err_reader.join().unwrap_or_default());
     match code {
         Some(code) => Ok(Finished { code, stdout, stderr }),
-        None => Err(format!("{cmd:?} timed out after {timeout:?}; stderr: {stderr}")),
+        None => Err(stderr),
     }
 }
 

@@ -299,6 +299,13 @@ settings! {
     /// When a pi session sink's queue is full: block or drop_newest.
     pi_session_when_full: WhenFull = crate::sinks::SinkKind::PiSession.info().when_full, ANY,
         env ["TOOLSTREAM_PI_SESSION_WHEN_FULL"], flag None, file true;
+    /// When the OTLP (HTTP) sink's queue is full: drop_newest (a stalled collector never holds
+    /// back the other sinks; drops are counted) or block.
+    otlp_when_full: WhenFull = crate::sinks::SinkKind::Otlp.info().when_full, ANY,
+        env ["TOOLSTREAM_OTLP_WHEN_FULL"], flag None, file true;
+    /// When the OTLP gRPC sink's queue is full: drop_newest or block.
+    otlp_grpc_when_full: WhenFull = crate::sinks::SinkKind::OtlpGrpc.info().when_full, ANY,
+        env ["TOOLSTREAM_OTLP_GRPC_WHEN_FULL"], flag None, file true;
 }
 
 pub const DEFAULT_TRACE_FILE: &str = "toolstream-trace.jsonl";
@@ -543,6 +550,8 @@ impl Config {
             SinkKind::Cards => &self.cards_when_full,
             SinkKind::Jsonl => &self.jsonl_when_full,
             SinkKind::PiSession => &self.pi_session_when_full,
+            SinkKind::Otlp => &self.otlp_when_full,
+            SinkKind::OtlpGrpc => &self.otlp_grpc_when_full,
         };
         (s.origin != Origin::Default).then_some(s.value)
     }

@@ -11,6 +11,8 @@ use std::str::FromStr;
 
 use toolstream_sinks::cards::{CardsOptions, CardsSink};
 use toolstream_sinks::jsonl_trace::JsonlTraceSink;
+use toolstream_sinks::otel::config::{OtelConfig, Protocol};
+use toolstream_sinks::otel::OtelSink;
 use toolstream_sinks::pi_session::PiSessionSink;
 use toolstream_sinks::{Sink, SinkError};
 
@@ -23,6 +25,8 @@ pub enum SinkKind {
     Cards,
     Jsonl,
     PiSession,
+    Otlp,
+    OtlpGrpc,
 }
 
 /// What the registry says of one kind.
@@ -33,6 +37,8 @@ pub struct KindInfo {
     pub name: &'static str,
     /// Its argument (`PATH`), when it takes one.
     pub arg: Option<&'static str>,
+    /// Whether the argument may be left out (`--sink otlp` reads `OTEL_EXPORTER_OTLP_*`).
+    pub arg_optional: bool,
     /// Its `when_full` unless configured: `block` for files and the terminal, `drop_newest` for
     /// network sinks.
     pub when_full: WhenFull,
@@ -45,6 +51,7 @@ pub const KINDS: &[KindInfo] = &[
         kind: SinkKind::Cards,
         name: "cards",
         arg: None,
+        arg_optional: false,
         when_full: WhenFull::Block,
         help: "terminal cards on stdout (the default when no sink is named)",
     },
@@ -52,6 +59,7 @@ pub const KINDS: &[KindInfo] = &[
         kind: SinkKind::Jsonl,
         name: "jsonl",
         arg: Some("PATH"),
+        arg_optional: false,
         when_full: WhenFull::Block,
         help: "the JSONL debug trace: allowlisted fields, hashed call ids, capped at 2 MiB",
     },
@@ -59,8 +67,26 @@ pub const KINDS: &[KindInfo] = &[
         kind: SinkKind::PiSession,
         name: "pi-session",
         arg: Some("PATH"),
+        arg_optional: false,
         when_full: WhenFull::Block,
         help: "one pi session file (format v3) for every run: open it with `pi --session PATH`",
+    },
+    KindInfo {
+        kind: SinkKind::Otlp,
+        name: "otlp",
+        arg: Some("URL"),
+        arg_optional: true,
+        when_full: WhenFull::DropNewest,
+        help: "OpenTelemetry traces and metrics over OTLP HTTP/protobuf to URL (`http://HOST:4318`); \
+               without URL, from OTEL_EXPORTER_OTLP_ENDPOINT / _PROTOCOL / _HEADERS",
+    },
+    KindInfo {
+        kind: SinkKind::OtlpGrpc,
+        name: "otlp-grpc",
+        arg: Some("URL"),
+        arg_optional: true,
+        when_full: WhenFull::DropNewest,
+        help: "OpenTelemetry traces and metrics over OTLP gRPC to URL (`http://HOST:4317`)",
     },
 ];
 
@@ -89,6 +115,7 @@ pub fn available() -> String {
     KINDS
         .iter()
         .map(|k| match k.arg {
+            Some(arg) if k.arg_optional => format!("{}[={arg}]", k.name),
             Some(arg) => format!("{}={arg}", k.name),
             None => k.name.to_owned(),
         })
@@ -156,6 +183,7 @@ impl FromStr for SinkSpec {
             (None, None) => None,
             (None, Some(_)) => return Err(format!("`{name}` takes no argument")),
             (Some(_), Some(a)) if !a.is_empty() => Some(PathBuf::from(a)),
+            (Some(_), None) if info.arg_optional => None,
             (Some(what), _) => return Err(format!("`{name}` needs a {what}: `--sink {name}={what}`")),
         };
         Ok(SinkSpec { kind, path, when_full })
@@ -197,6 +225,16 @@ impl SinkSpec {
                 })?;
                 Ok(Box::new(sink) as Box<dyn Sink>)
             }),
+            SinkKind::Otlp | SinkKind::OtlpGrpc => {
+                let protocol = (self.kind == SinkKind::OtlpGrpc).then_some(Protocol::Grpc);
+                let endpoint = self.path.as_ref().map(|p| p.display().to_string());
+                let name = self.kind.name();
+                Box::new(move || {
+                    let cfg = OtelConfig::from_env(endpoint.as_deref(), protocol, &|k| std::env::var(k).ok())
+                        .map_err(|e| SinkError::Other { sink: name, message: e.to_string() })?;
+                    Ok(Box::new(OtelSink::open(&cfg)?) as Box<dyn Sink>)
+                })
+            }
         };
         SinkPlan { label: self.label(), when_full, open }
     }
@@ -208,7 +246,7 @@ mod tests {
 
     #[test]
     fn every_kind_has_one_row() {
-        for kind in [SinkKind::Cards, SinkKind::Jsonl, SinkKind::PiSession] {
+        for kind in [SinkKind::Cards, SinkKind::Jsonl, SinkKind::PiSession, SinkKind::Otlp, SinkKind::OtlpGrpc] {
             assert_eq!(KINDS.iter().filter(|k| k.kind == kind).count(), 1, "{kind:?}");
             assert_eq!(kind.info().kind, kind);
         }
@@ -230,7 +268,12 @@ mod tests {
         assert_eq!(p("cards,when_full=block").map(|s| s.when_full), Ok(Some(WhenFull::Block)));
         assert!(p("jsonl").unwrap_err().contains("needs a PATH"));
         assert!(p("cards=x").unwrap_err().contains("takes no argument"));
-        assert!(p("nope").unwrap_err().contains("available: cards, jsonl=PATH, pi-session=PATH"));
+        assert!(p("nope").unwrap_err().contains("available: cards, jsonl=PATH, pi-session=PATH, otlp[=URL]"));
+        assert_eq!(p("otlp"), Ok(SinkSpec::new(SinkKind::Otlp, None)));
+        assert_eq!(
+            p("otlp-grpc=http://127.0.0.1:4317").map(|s| s.path),
+            Ok(Some(PathBuf::from("http://127.0.0.1:4317")))
+        );
         assert!(p("cards,when_full=sometimes").unwrap_err().contains("block or drop_newest"));
         assert_eq!(
             p("jsonl=t.jsonl,when_full=drop_newest").unwrap().to_string(),

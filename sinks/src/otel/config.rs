@@ -111,8 +111,7 @@ impl OtelConfig {
             Some(h) => parse_headers(&h)?.len(),
             None => 0,
         };
-        let capture_content =
-            env(attrs::CAPTURE_CONTENT_ENV).is_some_and(|v| v.trim().eq_ignore_ascii_case("true"));
+        let capture_content = env(attrs::CAPTURE_CONTENT_ENV).is_some_and(|v| v.trim().eq_ignore_ascii_case("true"));
         Ok(OtelConfig {
             protocol,
             endpoint,

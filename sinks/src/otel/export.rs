@@ -133,7 +133,8 @@ impl Exporter {
                 Ok((mut exporter, metrics)) => {
                     exporter.set_resource(&resource);
                     let _ = built_tx.send(Ok(()));
-                    let mut worker = Worker { rt: &rt, exporter, metrics, counters: &c, batch, last_push: Instant::now() };
+                    let mut worker =
+                        Worker { rt: &rt, exporter, metrics, counters: &c, batch, last_push: Instant::now() };
                     worker.run(&rx);
                 }
                 Err(e) => {

@@ -63,7 +63,8 @@ impl Metrics {
             .with_description("Tool-call duration, from the recorded start and end")
             .with_boundaries(vec![0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0])
             .build();
-        let tokens = meter.u64_counter(a::METRIC_TOKENS).with_unit("{token}").with_description("Tokens, by kind").build();
+        let tokens =
+            meter.u64_counter(a::METRIC_TOKENS).with_unit("{token}").with_description("Tokens, by kind").build();
         (Metrics { provider, calls, duration, tokens }, reader)
     }
 
@@ -78,9 +79,12 @@ impl Metrics {
             }
             Finished::Run(r) => {
                 let Some(t) = r.tokens else { return };
-                for (kind, n) in
-                    [("input", t.input), ("output", t.output), ("cache_read", t.cache_read), ("cache_creation", t.cache_creation)]
-                {
+                for (kind, n) in [
+                    ("input", t.input),
+                    ("output", t.output),
+                    ("cache_read", t.cache_read),
+                    ("cache_creation", t.cache_creation),
+                ] {
                     self.tokens.add(n, &[KeyValue::new(a::TOKEN_TYPE, kind)]);
                 }
             }

@@ -61,8 +61,11 @@ impl OtelSink {
             };
             Ok((spans, metrics))
         });
-        let limits =
-            ExportLimits { queue_spans: cfg.queue_spans, batch_spans: cfg.batch_spans, flush_timeout: cfg.flush_timeout };
+        let limits = ExportLimits {
+            queue_spans: cfg.queue_spans,
+            batch_spans: cfg.batch_spans,
+            flush_timeout: cfg.flush_timeout,
+        };
         let exporter = Exporter::start(build, resource, limits)
             .map_err(|e| SinkError::Other { sink: NAME, message: e.to_string() })?;
         Ok(OtelSink::with_exporter(cfg.capture_content, metrics, exporter))

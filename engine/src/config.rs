@@ -324,6 +324,13 @@ settings! {
     /// When the Cursor chat database sink's queue is full: block or drop_newest.
     cursor_db_when_full: WhenFull = crate::sinks::SinkKind::CursorDb.info().when_full, ANY,
         env ["TOOLSTREAM_CURSOR_DB_WHEN_FULL"], flag None, file true;
+    /// When the OTLP (HTTP) sink's queue is full: drop_newest (a stalled collector never holds
+    /// back the other sinks; drops are counted) or block.
+    otlp_when_full: WhenFull = crate::sinks::SinkKind::Otlp.info().when_full, ANY,
+        env ["TOOLSTREAM_OTLP_WHEN_FULL"], flag None, file true;
+    /// When the OTLP gRPC sink's queue is full: drop_newest or block.
+    otlp_grpc_when_full: WhenFull = crate::sinks::SinkKind::OtlpGrpc.info().when_full, ANY,
+        env ["TOOLSTREAM_OTLP_GRPC_WHEN_FULL"], flag None, file true;
 }
 
 pub const DEFAULT_TRACE_FILE: &str = "toolstream-trace.jsonl";
@@ -570,6 +577,8 @@ impl Config {
             SinkKind::PiSession => &self.pi_session_when_full,
             SinkKind::PiSessions => &self.pi_sessions_when_full,
             SinkKind::CursorDb => &self.cursor_db_when_full,
+            SinkKind::Otlp => &self.otlp_when_full,
+            SinkKind::OtlpGrpc => &self.otlp_grpc_when_full,
         };
         (s.origin != Origin::Default).then_some(s.value)
     }

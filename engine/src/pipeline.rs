@@ -504,6 +504,7 @@ impl Pipeline {
         for (summary, report) in summaries.iter_mut().zip(reports.iter().skip(1)) {
             summary.error = (!report.errors.is_empty()).then(|| report.errors.join("; "));
             summary.stuck |= report.stuck;
+            summary.lost.clone_from(&report.lost);
         }
         for r in &reports {
             self.stats.sink_errors.extend(r.errors.iter().cloned());

@@ -306,6 +306,19 @@ fn observer(name: &str, dir: &Path) -> Option<Observer> {
                 e.contains("sink=cursor-db=chats.db when_full=drop_newest")
             })
         }
+        // No collector listens on port 9 (discard): the sink opens, retries, and reports its losses.
+        "otlp_when_full" => {
+            let args = vec!["replay".into(), "--sink".into(), "otlp=http://127.0.0.1:9".into(), demo.clone()];
+            o(args, vec![("TOOLSTREAM_OTLP_WHEN_FULL", "block")], debug(), Look::Stderr, |e| {
+                e.contains("sink=otlp=http://127.0.0.1:9 when_full=block")
+            })
+        }
+        "otlp_grpc_when_full" => {
+            let args = vec!["replay".into(), "--sink".into(), "otlp-grpc=http://127.0.0.1:9".into(), demo.clone()];
+            o(args, vec![("TOOLSTREAM_OTLP_GRPC_WHEN_FULL", "block")], debug(), Look::Stderr, |e| {
+                e.contains("sink=otlp-grpc=http://127.0.0.1:9 when_full=block")
+            })
+        }
         _ => return None,
     })
 }

@@ -4,6 +4,7 @@
 pub mod cards;
 pub mod cursor_db;
 pub mod jsonl_trace;
+pub mod otel;
 pub mod pi_events;
 pub mod pi_session;
 
@@ -22,6 +23,17 @@ pub enum SinkError {
     Other { sink: &'static str, message: String },
 }
 
+/// What a sink lost after it accepted events: items it could not deliver where it writes (spans
+/// a collector never got), for the exit summary.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SinkLoss {
+    pub count: u64,
+    /// What was lost (`spans`).
+    pub unit: &'static str,
+    /// Why, for people.
+    pub why: String,
+}
+
 /// A consumer of output events.
 pub trait Sink: Send {
     /// A short name for reports (`cards`, `jsonl`, …).
@@ -36,5 +48,10 @@ pub trait Sink: Send {
     /// session) do it here rather than on every `flush`.
     fn checkpoint(&mut self) -> Result<(), SinkError> {
         self.flush()
+    }
+    /// What it lost after accepting events, asked once after its final checkpoint. Sinks that
+    /// write every event they accept lose nothing.
+    fn losses(&self) -> Option<SinkLoss> {
+        None
     }
 }

@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::{bounded, SendTimeoutError, Sender, TrySendError};
 use serde::Serialize;
 use toolstream_schemas::OutputEvent;
+use toolstream_sinks::SinkLoss;
 
 use super::thread::SinkMsg;
 
@@ -256,6 +257,7 @@ impl SinkSet {
                     dropped_queue_full: c.dropped.load(Ordering::Relaxed),
                     error: None,
                     stuck: c.abandoned.load(Ordering::Relaxed),
+                    lost: None,
                 }
             })
             .collect()
@@ -280,14 +282,38 @@ pub struct SinkSummary {
     pub error: Option<String>,
     /// It was still busy (blocked) when the engine stopped waiting for it.
     pub stuck: bool,
+    /// What it lost after accepting events (spans a collector never got): `(count, unit, why)`.
+    #[serde(skip_serializing_if = "Option::is_none", serialize_with = "loss_json")]
+    pub lost: Option<SinkLoss>,
+}
+
+fn loss_json<S: serde::Serializer>(lost: &Option<SinkLoss>, ser: S) -> Result<S::Ok, S::Error> {
+    use serde::ser::SerializeMap;
+    let mut m = ser.serialize_map(None)?;
+    if let Some(l) = lost {
+        m.serialize_entry("count", &l.count)?;
+        m.serialize_entry("unit", l.unit)?;
+        m.serialize_entry("why", &l.why)?;
+    }
+    m.end()
 }
 
 impl SinkSummary {
     /// The one exit-summary line about this sink, or `None` when it got everything.
     pub fn report_line(&self) -> Option<String> {
+        let lost = self.lost.as_ref().map(|l| format!("{} {} not delivered ({})", thousands(l.count), l.unit, l.why));
         if self.dropped == 0 && self.error.is_none() {
-            return None;
+            return lost.map(|l| format!("sink {}: {l}", self.sink));
         }
+        let line = self.event_report_line();
+        Some(match lost {
+            Some(l) => format!("{line}; {l}"),
+            None => line,
+        })
+    }
+
+    /// The report of events dropped before the sink (or a failure).
+    fn event_report_line(&self) -> String {
         let events = format!("{} event{} dropped", thousands(self.dropped), if self.dropped == 1 { "" } else { "s" });
         let mut why = Vec::new();
         if self.dropped_queue_full > 0 {
@@ -302,11 +328,11 @@ impl SinkSummary {
             let what = if self.stuck { "still blocked at exit" } else { "not written" };
             why.push(if why.is_empty() { what.to_owned() } else { format!("{} {what}", thousands(rest)) });
         }
-        Some(match &self.error {
+        match &self.error {
             Some(e) if self.dropped > 0 => format!("sink {} failed: {e}; {events}", self.sink),
             Some(e) => format!("sink {} failed: {e}", self.sink),
             None => format!("sink {}: {events} ({})", self.sink, why.join(", ")),
-        })
+        }
     }
 }
 

@@ -12,6 +12,8 @@ use std::str::FromStr;
 use toolstream_sinks::cards::{CardsOptions, CardsSink};
 use toolstream_sinks::cursor_db::{CursorDbOptions, CursorDbSink};
 use toolstream_sinks::jsonl_trace::JsonlTraceSink;
+use toolstream_sinks::otel::config::{OtelConfig, Protocol};
+use toolstream_sinks::otel::OtelSink;
 use toolstream_sinks::pi_session::dir::{PiSessionsOptions, PiSessionsSink, SessionsRoot};
 use toolstream_sinks::pi_session::PiSessionSink;
 use toolstream_sinks::{Sink, SinkError};
@@ -28,6 +30,8 @@ pub enum SinkKind {
     PiSession,
     PiSessions,
     CursorDb,
+    Otlp,
+    OtlpGrpc,
 }
 
 /// A sink's argument.
@@ -36,7 +40,7 @@ pub enum Arg {
     None,
     /// Required, e.g. `PATH`.
     Required(&'static str),
-    /// Optional, e.g. `DIR`.
+    /// Optional, e.g. `DIR` (`--sink otlp` alone reads `OTEL_EXPORTER_OTLP_*`).
     Optional(&'static str),
 }
 
@@ -90,6 +94,21 @@ pub const KINDS: &[KindInfo] = &[
         arg: Arg::Required("PATH"),
         when_full: WhenFull::Block,
         help: "each run as a conversation of a Cursor chat database (created if absent)",
+    },
+    KindInfo {
+        kind: SinkKind::Otlp,
+        name: "otlp",
+        arg: Arg::Optional("URL"),
+        when_full: WhenFull::DropNewest,
+        help: "OpenTelemetry traces and metrics over OTLP HTTP/protobuf to URL (`http://HOST:4318`); \
+               without URL, from OTEL_EXPORTER_OTLP_ENDPOINT / _PROTOCOL / _HEADERS",
+    },
+    KindInfo {
+        kind: SinkKind::OtlpGrpc,
+        name: "otlp-grpc",
+        arg: Arg::Optional("URL"),
+        when_full: WhenFull::DropNewest,
+        help: "OpenTelemetry traces and metrics over OTLP gRPC to URL (`http://HOST:4317`)",
     },
 ];
 
@@ -279,13 +298,23 @@ impl SinkSpec {
                     Ok(Box::new(sink) as Box<dyn Sink>)
                 })
             }
+            SinkKind::Otlp | SinkKind::OtlpGrpc => {
+                let protocol = (self.kind == SinkKind::OtlpGrpc).then_some(Protocol::Grpc);
+                let endpoint = self.path.as_ref().map(|p| p.display().to_string());
+                let name = self.kind.name();
+                Box::new(move || {
+                    let cfg = OtelConfig::from_env(endpoint.as_deref(), protocol, &|k| std::env::var(k).ok())
+                        .map_err(|e| SinkError::Other { sink: name, message: e.to_string() })?;
+                    Ok(Box::new(OtelSink::open(&cfg)?) as Box<dyn Sink>)
+                })
+            }
         };
         // Compaction (SPEC §10) sits in front of the sinks it is asked for: the pi sinks with
         // `--compact`, the terminal cards only with `--compact-cards`.
         let compact = match self.kind {
             SinkKind::Cards => ctx.compact_cards,
             SinkKind::PiSession | SinkKind::PiSessions => ctx.compact_model_results,
-            SinkKind::Jsonl | SinkKind::CursorDb => false,
+            SinkKind::Jsonl | SinkKind::CursorDb | SinkKind::Otlp | SinkKind::OtlpGrpc => false,
         };
         let open: OpenSink = if compact { Box::new(move || open().map(CompactShellResults::wrap)) } else { open };
         SinkPlan { label: self.label(), when_full, open }
@@ -298,7 +327,15 @@ mod tests {
 
     #[test]
     fn every_kind_has_one_row() {
-        for kind in [SinkKind::Cards, SinkKind::Jsonl, SinkKind::PiSession, SinkKind::PiSessions, SinkKind::CursorDb] {
+        for kind in [
+            SinkKind::Cards,
+            SinkKind::Jsonl,
+            SinkKind::PiSession,
+            SinkKind::PiSessions,
+            SinkKind::CursorDb,
+            SinkKind::Otlp,
+            SinkKind::OtlpGrpc,
+        ] {
             assert_eq!(KINDS.iter().filter(|k| k.kind == kind).count(), 1, "{kind:?}");
             assert_eq!(kind.info().kind, kind);
         }
@@ -320,12 +357,17 @@ mod tests {
         assert_eq!(p("cards,when_full=block").map(|s| s.when_full), Ok(Some(WhenFull::Block)));
         assert!(p("jsonl").unwrap_err().contains("needs a PATH"));
         assert!(p("cards=x").unwrap_err().contains("takes no argument"));
-        assert!(p("nope")
-            .unwrap_err()
-            .contains("available: cards, jsonl=PATH, pi-session=PATH, pi-sessions[=DIR], cursor-db=PATH"));
+        assert!(p("nope").unwrap_err().contains(
+            "available: cards, jsonl=PATH, pi-session=PATH, pi-sessions[=DIR], cursor-db=PATH, otlp[=URL], otlp-grpc[=URL]"
+        ));
         assert_eq!(p("pi-sessions"), Ok(SinkSpec::new(SinkKind::PiSessions, None)));
         assert_eq!(p("pi-sessions=d"), Ok(SinkSpec::new(SinkKind::PiSessions, Some("d".into()))));
         assert!(p("pi-sessions=").is_err());
+        assert_eq!(p("otlp"), Ok(SinkSpec::new(SinkKind::Otlp, None)));
+        assert_eq!(
+            p("otlp-grpc=http://127.0.0.1:4317").map(|s| s.path),
+            Ok(Some(PathBuf::from("http://127.0.0.1:4317")))
+        );
         assert!(p("cards,when_full=sometimes").unwrap_err().contains("block or drop_newest"));
         assert_eq!(
             p("jsonl=t.jsonl,when_full=drop_newest").unwrap().to_string(),

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use crossbeam_channel::{bounded, Receiver, Sender};
 use toolstream_schemas::OutputEvent;
-use toolstream_sinks::{Sink, SinkError};
+use toolstream_sinks::{Sink, SinkError, SinkLoss};
 
 use super::port::{Counters, SinkPort, WhenFull};
 
@@ -67,6 +67,8 @@ pub struct SinkReport {
     /// It was still busy when the engine stopped waiting for it (left running; nothing more of it
     /// is waited for).
     pub stuck: bool,
+    /// What it lost after accepting events (spans a collector never got).
+    pub lost: Option<SinkLoss>,
 }
 
 impl SinkThread {
@@ -207,6 +209,7 @@ fn drive(sink: &mut dyn Sink, rx: &Receiver<SinkMsg>, state: &mut Health<'_>, co
             state.fail(e);
         }
     }
+    state.report.lost = sink.losses();
     tracing::debug!(sink = %state.label, failed = state.failed, "sink finished");
 }
 

@@ -1,0 +1,466 @@
+//! The OTLP sink against a real collector: `rotel-agent` (PyPI `rotel`, installed into `.venv` by
+//! `scripts/install-py`) on 127.0.0.1 with ports picked here, printing what it received
+//! (`--debug-log traces --debug-log-verbosity detailed`), which these tests read back. Without
+//! the collector they skip, except under `./scripts/test` (`TOOLSTREAM_REQUIRE_OTEL=1`), where
+//! its absence fails them. Every wait is bounded and every collector is killed by its guard.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+
+use std::collections::{BTreeMap, HashMap};
+use std::fs;
+use std::io::Write;
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{cli_captures, example, tempdir, toolstream, toolstream_env};
+
+const REQUIRE_ENV: &str = "TOOLSTREAM_REQUIRE_OTEL";
+
+/// `.venv/bin/rotel-agent`, or `None` (with a note) when absent and not required.
+fn rotel_agent() -> Option<PathBuf> {
+    let agent = Path::new(env!("CARGO_MANIFEST_DIR")).join("../.venv/bin/rotel-agent");
+    if agent.exists() {
+        return Some(agent);
+    }
+    let required = std::env::var_os(REQUIRE_ENV).is_some_and(|v| !v.is_empty() && v != "0");
+    assert!(!required, "{} is absent and {REQUIRE_ENV} is set (run ./scripts/install-py)", agent.display());
+    eprintln!("note: {} is absent; skipping this collector test (./scripts/install-py)", agent.display());
+    None
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+/// A running collector; killed when dropped.
+struct Collector {
+    child: Child,
+    log: PathBuf,
+    http: u16,
+    grpc: u16,
+}
+
+impl Collector {
+    /// Ports picked now (the collector may be started later on them: [`Collector::start_on`]).
+    fn ports() -> (u16, u16) {
+        (free_port(), free_port())
+    }
+
+    fn start(agent: &Path) -> Collector {
+        let (http, grpc) = Collector::ports();
+        Collector::start_on(agent, http, grpc)
+    }
+
+    fn start_on(agent: &Path, http: u16, grpc: u16) -> Collector {
+        let dir = tempdir();
+        let log = dir.join("rotel.out");
+        let out = fs::File::create(&log).unwrap();
+        let child = Command::new(agent)
+            .args(["start", "--exporter", "blackhole", "--debug-log", "traces", "--debug-log-verbosity", "detailed"])
+            .arg("--otlp-http-endpoint")
+            .arg(format!("127.0.0.1:{http}"))
+            .arg("--otlp-grpc-endpoint")
+            .arg(format!("127.0.0.1:{grpc}"))
+            .arg("--pid-file")
+            .arg(dir.join("rotel.pid"))
+            .env("NO_COLOR", "1")
+            .stdin(Stdio::null())
+            .stdout(out.try_clone().unwrap())
+            .stderr(out)
+            .spawn()
+            .unwrap();
+        let c = Collector { child, log, http, grpc };
+        let deadline = Instant::now() + Duration::from_secs(15);
+        for port in [http, grpc] {
+            while TcpStream::connect(("127.0.0.1", port)).is_err() {
+                assert!(Instant::now() < deadline, "rotel did not listen on {port}: {}", c.output());
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        }
+        c
+    }
+
+    fn http_url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.http)
+    }
+
+    fn grpc_url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.grpc)
+    }
+
+    fn output(&self) -> String {
+        fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// The spans printed so far.
+    fn spans(&self) -> Vec<Span> {
+        parse_spans(&self.output())
+    }
+
+    /// Wait (bounded) until at least `n` spans were printed and the count stopped growing; the
+    /// spans.
+    fn wait_for(&self, n: usize, within: Duration) -> Vec<Span> {
+        let deadline = Instant::now() + within;
+        loop {
+            let spans = self.spans();
+            if spans.len() >= n || Instant::now() >= deadline {
+                // Anything more (duplicates) would show within a moment.
+                std::thread::sleep(Duration::from_millis(300));
+                return self.spans();
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+}
+
+impl Drop for Collector {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// One span as rotel printed it.
+#[derive(Clone, Debug, Default)]
+struct Span {
+    service: String,
+    trace_id: String,
+    parent_id: String,
+    id: String,
+    name: String,
+    status: String,
+    attrs: BTreeMap<String, String>,
+    events: Vec<String>,
+}
+
+impl Span {
+    fn attr(&self, k: &str) -> Option<&str> {
+        self.attrs.get(k).map(String::as_str)
+    }
+}
+
+/// Parse rotel's detailed debug log: `Resource attributes:` then per span `Trace ID`, `Parent
+/// ID`, `ID`, `Name`, `Status code`, `Attributes:` (`     -> key: Str(v)`) and `Events:`.
+fn parse_spans(out: &str) -> Vec<Span> {
+    #[derive(PartialEq)]
+    enum Mode {
+        None,
+        Resource,
+        Attrs,
+        Events,
+    }
+    let mut spans: Vec<Span> = Vec::new();
+    let mut service = String::new();
+    let mut mode = Mode::None;
+    let field = |line: &str| line.split_once(':').map(|(_, v)| v.trim().to_owned()).unwrap_or_default();
+    for raw in out.lines() {
+        let line = raw.trim_start();
+        if line.starts_with("ResourceSpans #") {
+            mode = Mode::None;
+            service.clear();
+        } else if line.starts_with("Resource attributes:") {
+            mode = Mode::Resource;
+        } else if line.starts_with("ScopeSpans #") {
+            mode = Mode::None;
+        } else if line.starts_with("Span #") {
+            spans.push(Span { service: service.clone(), ..Span::default() });
+            mode = Mode::None;
+        } else if line.starts_with("Attributes:") {
+            mode = Mode::Attrs;
+        } else if line.starts_with("Events:") {
+            mode = Mode::Events;
+        } else if let Some(kv) = line.strip_prefix("-> ") {
+            let indent = raw.len() - line.len();
+            let Some((k, v)) = kv.split_once(": ") else { continue };
+            let v = v.strip_prefix("Str(").and_then(|v| v.strip_suffix(')')).unwrap_or(v).to_owned();
+            match mode {
+                Mode::Resource if k == "service.name" => service = v,
+                Mode::Attrs if indent <= 6 => {
+                    if let Some(s) = spans.last_mut() {
+                        s.attrs.insert(k.to_owned(), v);
+                    }
+                }
+                Mode::Events if k == "Name" => {
+                    if let Some(s) = spans.last_mut() {
+                        s.events.push(v);
+                    }
+                }
+                _ => {}
+            }
+        } else if let Some(s) = spans.last_mut() {
+            if line.starts_with("Trace ID") {
+                s.trace_id = field(line);
+            } else if line.starts_with("Parent ID") {
+                s.parent_id = field(line);
+            } else if line.starts_with("ID ") {
+                s.id = field(line);
+            } else if line.starts_with("Name ") {
+                s.name = field(line);
+            } else if line.starts_with("Status code") {
+                s.status = field(line);
+            }
+        }
+    }
+    spans
+}
+
+/// What `toolstream stats --json` counts in `file`: (runs, calls, failed calls).
+fn expected(file: &Path) -> (usize, usize, usize) {
+    let run = toolstream(&["stats", "--json", file.to_str().unwrap()], None);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let v: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    let n = |k: &str| v[k].as_u64().unwrap() as usize;
+    (n("runs"), n("calls"), n("error_cards") + n("incomplete_calls"))
+}
+
+/// The spans of one replay, checked against the GenAI conventions and `toolstream stats`.
+fn check_file(file: &Path, spans: &[Span]) {
+    let (runs, calls, failed) = expected(file);
+    let what = file.display();
+    let run_spans: Vec<&Span> =
+        spans.iter().filter(|s| s.attr("gen_ai.operation.name") == Some("invoke_agent")).collect();
+    let tool_spans: Vec<&Span> =
+        spans.iter().filter(|s| s.attr("gen_ai.operation.name") == Some("execute_tool")).collect();
+    assert_eq!(run_spans.len() + tool_spans.len(), spans.len(), "{what}: every span is a run or a call");
+    assert_eq!(run_spans.len(), runs, "{what}: one invoke_agent span per run");
+    assert_eq!(tool_spans.len(), calls, "{what}: one execute_tool span per call");
+    let by_id: HashMap<(&str, &str), &Span> =
+        run_spans.iter().map(|s| ((s.trace_id.as_str(), s.id.as_str()), *s)).collect();
+    for r in &run_spans {
+        assert_eq!(r.service, "toolstream", "{what}");
+        assert!(r.name.starts_with("invoke_agent"), "{what}: {}", r.name);
+        assert_eq!(r.parent_id, "", "{what}: a run span is a root");
+        assert_eq!(r.attr("gen_ai.provider.name"), Some("cursor"), "{what}");
+        assert!(r.attr("gen_ai.agent.name").is_some_and(|n| !n.is_empty()), "{what}");
+        assert!(r.attr("gen_ai.conversation.id").is_some(), "{what}");
+        assert!(r.attr("gen_ai.response.finish_reasons").is_some(), "{what}");
+        let failed_run = r.status == "STATUS_CODE_ERROR";
+        assert_eq!(failed_run, r.attr("error.type").is_some(), "{what}: error.type exactly on failed runs");
+    }
+    let mut errors = 0;
+    for t in &tool_spans {
+        let parent = by_id.get(&(t.trace_id.as_str(), t.parent_id.as_str()));
+        assert!(parent.is_some(), "{what}: {} has its run's span as parent", t.name);
+        let tool = t.attr("gen_ai.tool.name").unwrap_or_default();
+        assert!(!tool.is_empty(), "{what}");
+        assert_eq!(t.name, format!("execute_tool {tool}"), "{what}");
+        let id = t.attr("gen_ai.tool.call.id").unwrap_or_default();
+        assert!(id.len() == 8 && id.chars().all(|c| c.is_ascii_hexdigit()), "{what}: hashed call id `{id}`");
+        assert!(matches!(t.attr("gen_ai.tool.type"), Some("function" | "extension")), "{what}");
+        assert!(
+            t.attr("gen_ai.tool.call.arguments").is_none() && t.attr("gen_ai.tool.call.result").is_none(),
+            "{what}: no content without the opt-in"
+        );
+        let is_error = t.status == "STATUS_CODE_ERROR";
+        assert!(is_error || t.status == "STATUS_CODE_UNSET", "{what}: {}", t.status);
+        assert_eq!(is_error, t.attr("error.type").is_some(), "{what}: error.type exactly with error status");
+        errors += usize::from(is_error);
+    }
+    assert_eq!(errors, failed, "{what}: error status on exactly the failed calls");
+}
+
+/// Every capture and both examples, one replay each, over HTTP or gRPC.
+fn every_capture_over(grpc: bool) {
+    let Some(agent) = rotel_agent() else { return };
+    let mut files = cli_captures();
+    files.push(example("demo.jsonl"));
+    files.push(example("sdk-demo.jsonl"));
+    let collector = Collector::start(&agent);
+    let sink =
+        if grpc { format!("otlp-grpc={}", collector.grpc_url()) } else { format!("otlp={}", collector.http_url()) };
+    let mut seen = 0;
+    for file in &files {
+        let (runs, calls, _) = expected(file);
+        let run = toolstream(&["replay", "--sink", &sink, file.to_str().unwrap()], None);
+        assert!(run.code == 0 || run.code == 1, "{}: {}", file.display(), run.stderr);
+        assert!(!run.stderr.contains("not delivered"), "{}: {}", file.display(), run.stderr);
+        let spans = collector.wait_for(seen + runs + calls, Duration::from_secs(20));
+        check_file(file, &spans[seen..]);
+        seen = spans.len();
+    }
+    assert!(files.len() >= 3);
+}
+
+#[test]
+fn every_capture_reaches_the_collector_over_http() {
+    every_capture_over(false);
+}
+
+#[test]
+fn every_capture_reaches_the_collector_over_grpc() {
+    every_capture_over(true);
+}
+
+/// The demo with a secret planted in a shell command's arguments and in its output.
+fn demo_with_secrets() -> String {
+    let demo = fs::read_to_string(example("demo.jsonl")).unwrap();
+    let planted = demo
+        .replace("npm test -- --silent", "npm test -- --silent --api_key=PLANTEDSECRETARGS42")
+        .replace("Tests: 1 failed", "Authorization: Bearer PLANTEDSECRETOUT42\\nTests: 1 failed");
+    assert!(planted.contains("PLANTEDSECRETARGS42") && planted.contains("PLANTEDSECRETOUT42"));
+    planted
+}
+
+/// Calls in `examples/demo.jsonl` (also checked against `stats` by the capture test).
+const DEMO_CALLS: usize = 7;
+
+#[test]
+fn content_only_with_the_opt_in_and_never_a_planted_secret() {
+    let Some(agent) = rotel_agent() else { return };
+    let input = demo_with_secrets();
+    for opt_in in [false, true] {
+        let collector = Collector::start(&agent);
+        let sink = format!("otlp={}", collector.http_url());
+        let vars: &[(&str, &str)] =
+            if opt_in { &[("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "true")] } else { &[] };
+        let run = toolstream_env(&["replay", "--sink", &sink, "-"], Some(input.as_bytes()), vars);
+        assert!(run.code <= 1, "{}", run.stderr);
+        // The demo: one run (one invoke_agent span) and DEMO_CALLS calls.
+        let spans = collector.wait_for(DEMO_CALLS + 1, Duration::from_secs(20));
+        let tools: Vec<&Span> = spans.iter().filter(|s| s.name.starts_with("execute_tool")).collect();
+        assert_eq!(tools.len(), DEMO_CALLS);
+        let with_args = tools.iter().filter(|s| s.attr("gen_ai.tool.call.arguments").is_some()).count();
+        let with_result = tools.iter().filter(|s| s.attr("gen_ai.tool.call.result").is_some()).count();
+        if opt_in {
+            assert_eq!((with_args, with_result), (DEMO_CALLS, DEMO_CALLS), "content on every call with the opt-in");
+            let shell = tools.iter().find(|s| s.name == "execute_tool shell").unwrap();
+            assert!(shell.attr("gen_ai.tool.call.arguments").unwrap().contains("npm test"));
+            // rotel prints a multi-line value over several lines: look for its later lines in the log.
+            assert!(!shell.attr("gen_ai.tool.call.result").unwrap().is_empty());
+            assert!(collector.output().contains("1 failed, 11 passed"), "the shell result reached the collector");
+            assert!(collector.output().contains("[redacted]"), "the planted secrets were scrubbed, not dropped");
+        } else {
+            assert_eq!((with_args, with_result), (0, 0), "no content without the opt-in");
+        }
+        let out = collector.output();
+        assert!(!out.contains("PLANTEDSECRET"), "a planted secret reached the collector");
+    }
+}
+
+/// `sessions` runs of `per_run` completed glob calls each, as Cursor CLI stream-json.
+fn burst_stream(sessions: usize, per_run: usize) -> String {
+    let mut s = String::new();
+    let mut t: u64 = 1_794_300_000_000;
+    for k in 0..sessions {
+        let session = format!("burst-{k:04}");
+        s.push_str(&format!(
+            "{{\"type\":\"system\",\"subtype\":\"init\",\"cwd\":\"/w\",\"session_id\":\"{session}\",\"model\":\"m\"}}\n"
+        ));
+        for i in 0..per_run {
+            t += 1;
+            let id = format!("call-{k}-{i}");
+            let args = r#"{"targetDirectory":"/w","globPattern":"*.rs"}"#;
+            s.push_str(&format!(
+                "{{\"type\":\"tool_call\",\"subtype\":\"started\",\"call_id\":\"{id}\",\"tool_call\":{{\"globToolCall\":{{\"args\":{args}}}}},\"session_id\":\"{session}\",\"timestamp_ms\":{t}}}\n"
+            ));
+            s.push_str(&format!(
+                "{{\"type\":\"tool_call\",\"subtype\":\"completed\",\"call_id\":\"{id}\",\"tool_call\":{{\"globToolCall\":{{\"args\":{args},\"result\":{{\"success\":{{\"files\":[\"a.rs\"],\"totalFiles\":1}}}}}}}},\"session_id\":\"{session}\",\"timestamp_ms\":{t}}}\n"
+            ));
+        }
+        s.push_str(&format!(
+            "{{\"type\":\"result\",\"subtype\":\"success\",\"is_error\":false,\"result\":\"done\",\"session_id\":\"{session}\",\"usage\":{{\"inputTokens\":10,\"outputTokens\":2,\"cacheReadTokens\":0,\"cacheWriteTokens\":0}}}}\n"
+        ));
+    }
+    s
+}
+
+/// `sink …: N spans not delivered (…)` in an exit report, else 0.
+fn reported_lost(stderr: &str) -> usize {
+    stderr
+        .lines()
+        .find_map(|l| {
+            let (_, rest) = l.split_once(": ")?;
+            let rest = rest.rsplit_once("; ").map_or(rest, |(_, r)| r);
+            let n = rest.strip_suffix(')')?.split(" spans not delivered").next()?;
+            n.replace(',', "").parse().ok()
+        })
+        .unwrap_or(0)
+}
+
+#[test]
+fn a_burst_of_100k_calls_reaches_the_collector() {
+    let Some(agent) = rotel_agent() else { return };
+    let dir = tempdir();
+    let file = dir.join("burst.jsonl");
+    fs::write(&file, burst_stream(100, 1_000)).unwrap();
+    let (runs, calls, _) = expected(&file);
+    assert_eq!((runs, calls), (100, 100_000));
+    let collector = Collector::start(&agent);
+    let sink = format!("otlp={}", collector.http_url());
+    let run = toolstream(&["replay", "--sink", &sink, file.to_str().unwrap()], None);
+    assert!(run.code <= 1, "{}", run.stderr);
+    let lost = reported_lost(&run.stderr);
+    let spans = collector.wait_for(runs + calls - lost, Duration::from_secs(60));
+    let received = spans.iter().filter(|s| s.name.starts_with("execute_tool")).count();
+    // Tool spans lost are at most all lost spans; with none lost, every one arrived.
+    assert_eq!(received + lost.min(calls), calls, "received {received}, reported lost {lost}: {}", run.stderr);
+    assert_eq!(lost, 0, "target: none dropped ({})", run.stderr);
+    let _ = fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_collector_absent_for_10s_neither_crashes_nor_hangs_nor_disturbs_other_sinks() {
+    let Some(agent) = rotel_agent() else { return };
+    let input = fs::read(example("demo.jsonl")).unwrap();
+    let dir = tempdir();
+    // The reference: cards and a pi session without the OTLP sink.
+    let plain_session = dir.join("plain.jsonl");
+    let plain = toolstream(
+        &[
+            "replay",
+            "--color",
+            "never",
+            "--sink",
+            "cards",
+            "--sink",
+            &format!("pi-session={}", plain_session.display()),
+            "-",
+        ],
+        Some(&input),
+    );
+    assert_eq!(plain.code, 0, "{}", plain.stderr);
+    let (http, grpc) = Collector::ports();
+    let session = dir.join("with-otlp.jsonl");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_toolstream"))
+        .args(["replay", "--color", "never", "--sink", "cards"])
+        .arg("--sink")
+        .arg(format!("pi-session={}", session.display()))
+        .arg("--sink")
+        .arg(format!("otlp=http://127.0.0.1:{http}"))
+        .arg("-")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Live input: the whole run now, the collector in 10 s, end of input 3 s later.
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(&input).unwrap();
+    stdin.flush().unwrap();
+    std::thread::sleep(Duration::from_secs(10));
+    assert!(child.try_wait().unwrap().is_none(), "toolstream still runs while its input is open");
+    let collector = Collector::start_on(&agent, http, grpc);
+    std::thread::sleep(Duration::from_secs(3));
+    drop(stdin);
+    let started = Instant::now();
+    let out = loop {
+        if child.try_wait().unwrap().is_some() {
+            break child.wait_with_output().unwrap();
+        }
+        assert!(started.elapsed() < Duration::from_secs(20), "toolstream hung at exit");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert_eq!(String::from_utf8_lossy(&out.stdout), plain.stdout, "the cards are unaffected");
+    let a = fs::read_to_string(&plain_session).unwrap();
+    let b = fs::read_to_string(&session).unwrap();
+    assert_eq!(a.lines().count(), b.lines().count(), "the pi session is unaffected");
+    let lost = reported_lost(&stderr);
+    let spans = collector.wait_for(DEMO_CALLS + 1 - lost, Duration::from_secs(20));
+    assert_eq!(spans.len() + lost, DEMO_CALLS + 1, "received + reported lost = every span: {stderr}");
+    let _ = fs::remove_dir_all(&dir);
+}

@@ -1,0 +1,330 @@
+//! Unit tests of the OTLP sink: the span mapping (pure), the configuration, and the export
+//! thread's retries, drop counts and bounded flush against an in-process fake exporter.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use opentelemetry::trace::{SpanId, Status};
+use opentelemetry::{Key, Value};
+use opentelemetry_sdk::error::{OTelSdkError, OTelSdkResult};
+use opentelemetry_sdk::trace::{SpanData, SpanExporter};
+use opentelemetry_sdk::Resource;
+use serde_json::json;
+use toolstream_schemas::{
+    CallRef, Card, IncompleteCall, IncompleteReason, Output, OutputEvent, RunId, RunStatus, RunTotals, ShellStream,
+    StopReason, TokenUsage, Tool, ToolKind, Usage,
+};
+
+use super::attrs as a;
+use super::config::{parse_headers, service_name, ConfigError, OtelConfig, Protocol};
+use super::export::{ExportLimits, Exporter};
+use super::spans::{bound_content, Finished, MapOptions, SpanMapper, CONTENT_MAX_CHARS};
+
+fn ev(run: &Arc<RunId>, at_ms: u64, kind: Output) -> OutputEvent {
+    OutputEvent { run: run.clone(), at_ms, kind }
+}
+
+fn card(hash: &str, tool: Tool, is_error: bool, incomplete: Option<IncompleteReason>, times: (u64, u64)) -> Output {
+    Output::Card(Box::new(Card {
+        turn: 1,
+        call: CallRef { hash: hash.into() },
+        replay_id: format!("r-{hash}"),
+        source_tool: tool,
+        pi_tool: "bash".into(),
+        title: "Cursor shell".into(),
+        summary: "npm test".into(),
+        headline: "$ npm test".into(),
+        args: json!({"command": "npm test", "toolName": "echo"}),
+        content: "ok\nall passed".into(),
+        result_text: "ok\nall passed".into(),
+        preview: Vec::new(),
+        preview_hidden: 0,
+        diff: Vec::new(),
+        diff_hidden: 0,
+        details: json!({}),
+        is_error,
+        incomplete,
+        started_ms: Some(times.0),
+        completed_ms: Some(times.1),
+        recorded_result: None,
+        recorded_args: None,
+    }))
+}
+
+fn incomplete(hash: &str, visible: bool) -> Output {
+    Output::IncompleteCall(Box::new(IncompleteCall {
+        call: CallRef { hash: hash.into() },
+        source_tool: Tool::Known(ToolKind::Shell),
+        title: "Cursor shell".into(),
+        reason: IncompleteReason::Abort,
+        visible,
+    }))
+}
+
+fn closed(status: RunStatus, reported: Option<TokenUsage>) -> Output {
+    Output::RunClosed {
+        status,
+        final_text: String::new(),
+        totals: RunTotals { reported_usage: reported, ..RunTotals::default() },
+        error: (status != RunStatus::Finished).then(|| "agent stopped".to_owned()),
+    }
+}
+
+fn map(events: &[OutputEvent], capture: bool) -> (Vec<Finished>, SpanMapper) {
+    let mut m = SpanMapper::new(MapOptions { capture_content: capture, id_salt: [7; 16] });
+    let mut out = Vec::new();
+    for e in events {
+        m.handle(e, &mut out);
+    }
+    (out, m)
+}
+
+fn attr<'s>(s: &'s SpanData, k: &str) -> Option<&'s Value> {
+    s.attributes.iter().find(|kv| kv.key == Key::from(k.to_owned())).map(|kv| &kv.value)
+}
+
+fn str_attr(s: &SpanData, k: &str) -> Option<String> {
+    attr(s, k).map(|v| v.as_str().into_owned())
+}
+
+/// A cancelled run: a lifecycle line and shell output then a good card, an error card, a hidden
+/// incomplete call, and a visible one followed by its card.
+fn cancelled_run() -> Vec<OutputEvent> {
+    let run = Arc::new(RunId { session: "chat-1".into(), seq: 1 });
+    let shell = || Tool::Known(ToolKind::Shell);
+    vec![
+        ev(&run, 0, Output::RunOpened { cwd: None, model: Some("gpt-5".into()), prompt: Some("fix it".into()) }),
+        ev(
+            &run,
+            1_000,
+            Output::LifecycleLine {
+                call: CallRef { hash: "aaaa0001".into() },
+                title: "Cursor shell".into(),
+                label: "npm test".into(),
+            },
+        ),
+        ev(
+            &run,
+            1_100,
+            Output::ShellProgress {
+                call: CallRef { hash: "aaaa0001".into() },
+                stream: ShellStream::Stdout,
+                line: "ok".into(),
+            },
+        ),
+        ev(&run, 1_500, card("aaaa0001", shell(), false, None, (1_010, 1_400))),
+        ev(&run, 1_600, card("aaaa0002", shell(), true, None, (1_450, 1_550))),
+        ev(
+            &run,
+            1_700,
+            Output::MessageEnded {
+                turn: 1,
+                stop_reason: StopReason::ToolUse,
+                usage: Usage { input: 5, output: 1, ..Usage::default() },
+                error: None,
+            },
+        ),
+        ev(&run, 2_000, incomplete("aaaa0003", false)),
+        ev(&run, 2_000, incomplete("aaaa0004", true)),
+        ev(&run, 2_000, card("aaaa0004", shell(), false, Some(IncompleteReason::Abort), (1_800, 2_000))),
+        ev(
+            &run,
+            2_100,
+            closed(
+                RunStatus::Cancelled,
+                Some(TokenUsage {
+                    input_tokens: 100,
+                    output_tokens: 20,
+                    cache_read_tokens: 300,
+                    cache_write_tokens: 4,
+                    reasoning_tokens: None,
+                }),
+            ),
+        ),
+    ]
+}
+
+#[test]
+fn a_run_maps_to_one_agent_span_and_one_child_span_per_call() {
+    let (out, mapper) = map(&cancelled_run(), false);
+    assert_eq!(mapper.open_runs(), 0, "per-run state is released at RunClosed");
+    let spans: Vec<&SpanData> = out.iter().map(Finished::span).collect();
+    assert_eq!(spans.len(), 5);
+    let run = spans[4];
+    assert_eq!(run.name, a::RUN_SPAN_NAME);
+    assert_eq!(run.parent_span_id, SpanId::INVALID);
+    assert_eq!(run.span_kind, opentelemetry::trace::SpanKind::Internal);
+    assert_eq!(str_attr(run, a::OPERATION_NAME).as_deref(), Some("invoke_agent"));
+    assert_eq!(str_attr(run, a::PROVIDER_NAME).as_deref(), Some("cursor"));
+    assert_eq!(str_attr(run, a::CONVERSATION_ID).as_deref(), Some("chat-1"));
+    assert_eq!(str_attr(run, a::REQUEST_MODEL).as_deref(), Some("gpt-5"));
+    assert_eq!(attr(run, a::USAGE_INPUT_TOKENS), Some(&Value::I64(100)), "the reported run total wins");
+    assert_eq!(attr(run, a::USAGE_OUTPUT_TOKENS), Some(&Value::I64(20)));
+    assert_eq!(attr(run, a::USAGE_CACHE_READ_INPUT_TOKENS), Some(&Value::I64(300)));
+    assert_eq!(attr(run, a::USAGE_CACHE_CREATION_INPUT_TOKENS), Some(&Value::I64(4)));
+    assert_eq!(str_attr(run, a::ERROR_TYPE).as_deref(), Some("cancelled"));
+    assert!(matches!(run.status, Status::Error { .. }));
+    // The run starts at its first timed event (time 0 is no time), not at the epoch.
+    assert_eq!(run.start_time, std::time::UNIX_EPOCH + Duration::from_millis(1_000));
+    assert_eq!(run.end_time, std::time::UNIX_EPOCH + Duration::from_millis(2_100));
+
+    let tools = &spans[..4];
+    let hashes: Vec<String> = tools.iter().map(|s| str_attr(s, a::TOOL_CALL_ID).unwrap()).collect();
+    assert_eq!(hashes, ["aaaa0001", "aaaa0002", "aaaa0003", "aaaa0004"]);
+    for t in tools {
+        assert_eq!(t.parent_span_id, run.span_context.span_id());
+        assert_eq!(t.span_context.trace_id(), run.span_context.trace_id());
+        assert_eq!(t.name, "execute_tool shell");
+        assert_eq!(str_attr(t, a::TOOL_TYPE).as_deref(), Some("function"));
+        assert!(attr(t, a::TOOL_CALL_ARGUMENTS).is_none() && attr(t, a::TOOL_CALL_RESULT).is_none());
+    }
+    let errors: Vec<Option<String>> = tools.iter().map(|t| str_attr(t, a::ERROR_TYPE)).collect();
+    assert_eq!(errors, [None, Some("tool_error".into()), Some("abort".into()), Some("abort".into())]);
+    let statuses: Vec<bool> = tools.iter().map(|t| matches!(t.status, Status::Error { .. })).collect();
+    assert_eq!(statuses, [false, true, true, true]);
+    assert_eq!(tools[0].status, Status::Unset, "success is unset, not OK");
+    assert_eq!(tools[0].start_time, std::time::UNIX_EPOCH + Duration::from_millis(1_010));
+    assert_eq!(tools[0].end_time, std::time::UNIX_EPOCH + Duration::from_millis(1_400));
+    let names: Vec<&str> = tools[0].events.iter().map(|e| e.name.as_ref()).collect();
+    assert_eq!(names, [a::EVENT_LIFECYCLE, a::EVENT_SHELL_OUTPUT]);
+    assert!(
+        tools[0].events.events[1].attributes.iter().all(|kv| kv.key.as_str() != a::SHELL_LINE),
+        "no shell line without the opt-in"
+    );
+    let ids: std::collections::HashSet<SpanId> = spans.iter().map(|s| s.span_context.span_id()).collect();
+    assert_eq!(ids.len(), 5, "span ids are distinct");
+}
+
+#[test]
+fn content_only_with_the_opt_in_and_bounded() {
+    let (out, _) = map(&cancelled_run(), true);
+    let first = out[0].span();
+    assert_eq!(str_attr(first, a::TOOL_CALL_RESULT).as_deref(), Some("ok\nall passed"));
+    assert!(str_attr(first, a::TOOL_CALL_ARGUMENTS).unwrap().contains("npm test"));
+    assert!(first.events.events[1].attributes.iter().any(|kv| kv.key.as_str() == a::SHELL_LINE));
+    let long = "x".repeat(CONTENT_MAX_CHARS + 10);
+    let cut = bound_content(&long);
+    assert!(
+        cut.chars().count() < CONTENT_MAX_CHARS + 40 && cut.ends_with("more lines truncated)"),
+        "{}",
+        &cut[cut.len() - 40..]
+    );
+    let many = "l\n".repeat(900);
+    assert!(bound_content(&many).ends_with("... (101 more lines truncated)"));
+    assert_eq!(bound_content("short"), "short");
+}
+
+#[test]
+fn tokens_fall_back_to_the_messages_and_mcp_tools_are_extensions() {
+    let run = Arc::new(RunId { session: "s".into(), seq: 2 });
+    let usage = Usage { input: 3, output: 2, cache_read: 1, cache_write: 0, ..Usage::default() };
+    let ended = || Output::MessageEnded { turn: 1, stop_reason: StopReason::Stop, usage, error: None };
+    let events = [
+        ev(&run, 10, card("bbbb0001", Tool::Known(ToolKind::Mcp), false, None, (5, 9))),
+        ev(&run, 11, ended()),
+        ev(&run, 12, ended()),
+        ev(&run, 13, closed(RunStatus::Finished, None)),
+    ];
+    let (out, _) = map(&events, false);
+    let (tool, run_span) = (out[0].span(), out[1].span());
+    assert_eq!(tool.name, "execute_tool echo", "the MCP tool's own name");
+    assert_eq!(str_attr(tool, a::TOOL_TYPE).as_deref(), Some("extension"));
+    assert_eq!(attr(run_span, a::USAGE_INPUT_TOKENS), Some(&Value::I64(6)));
+    assert_eq!(attr(run_span, a::USAGE_CACHE_READ_INPUT_TOKENS), Some(&Value::I64(2)));
+    assert!(attr(run_span, a::ERROR_TYPE).is_none() && run_span.status == Status::Unset);
+}
+
+#[test]
+fn configuration_from_the_environment() {
+    let env = |pairs: &'static [(&'static str, &'static str)]| {
+        move |k: &str| pairs.iter().find(|(n, _)| *n == k).map(|(_, v)| (*v).to_owned())
+    };
+    let c = OtelConfig::from_env(Some("http://h:1/"), None, &env(&[("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc")])).unwrap();
+    assert_eq!((c.protocol, c.traces_url()), (Protocol::HttpProtobuf, "http://h:1/v1/traces".to_owned()));
+    let c = OtelConfig::from_env(None, None, &env(&[("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc")])).unwrap();
+    assert_eq!((c.protocol, c.endpoint.as_str()), (Protocol::Grpc, "http://localhost:4317"));
+    let c = OtelConfig::from_env(None, None, &env(&[("OTEL_EXPORTER_OTLP_ENDPOINT", "http://c:4318")])).unwrap();
+    assert_eq!((c.protocol, c.metrics_url()), (Protocol::HttpProtobuf, "http://c:4318/v1/metrics".to_owned()));
+    assert!(!c.capture_content);
+    let c = OtelConfig::from_env(None, None, &env(&[(a::CAPTURE_CONTENT_ENV, "TRUE")])).unwrap();
+    assert!(c.capture_content);
+    assert_eq!(
+        OtelConfig::from_env(None, None, &env(&[("OTEL_EXPORTER_OTLP_PROTOCOL", "http/json")])),
+        Err(ConfigError::Protocol("http/json".into()))
+    );
+    assert!(OtelConfig::from_env(Some("127.0.0.1:4318"), None, &env(&[])).is_err());
+    assert!(OtelConfig::from_env(None, None, &env(&[("OTEL_EXPORTER_OTLP_HEADERS", "novalue")])).is_err());
+    assert_eq!(parse_headers("a=1, b=x%20y").unwrap(), [("a".into(), "1".into()), ("b".into(), "x y".into())]);
+    assert_eq!(service_name(&env(&[])), "toolstream");
+    assert_eq!(service_name(&env(&[("OTEL_RESOURCE_ATTRIBUTES", "a=b,service.name=agents")])), "agents");
+    assert_eq!(
+        service_name(&env(&[("OTEL_RESOURCE_ATTRIBUTES", "service.name=agents"), ("OTEL_SERVICE_NAME", "mine")])),
+        "mine"
+    );
+}
+
+/// Fails its first `fail_first` exports (every one with `usize::MAX`); records what it got.
+#[derive(Debug, Clone, Default)]
+struct Fake {
+    fail_first: usize,
+    attempts: Arc<AtomicUsize>,
+    got: Arc<Mutex<usize>>,
+}
+
+impl SpanExporter for Fake {
+    async fn export(&self, batch: Vec<SpanData>) -> OTelSdkResult {
+        let k = self.attempts.fetch_add(1, Ordering::SeqCst);
+        if k < self.fail_first {
+            return Err(OTelSdkError::InternalFailure("collector down".into()));
+        }
+        *self.got.lock().unwrap() += batch.len();
+        Ok(())
+    }
+}
+
+fn spans(n: usize) -> Vec<SpanData> {
+    let run = Arc::new(RunId { session: "s".into(), seq: 1 });
+    let events: Vec<OutputEvent> = (0..n)
+        .map(|i| ev(&run, 10, card(&format!("{i:08x}"), Tool::Known(ToolKind::Shell), false, None, (1, 2))))
+        .collect();
+    map(&events, false).0.into_iter().map(Finished::into_span).collect()
+}
+
+fn exporter(fake: &Fake, queue: usize, flush_timeout: Duration) -> Exporter {
+    let f = fake.clone();
+    let limits = ExportLimits { queue_spans: queue, batch_spans: 100, flush_timeout };
+    Exporter::start(Box::new(move || Ok((f, None))), Resource::builder_empty().build(), limits).unwrap()
+}
+
+#[test]
+fn failed_exports_are_retried_until_they_succeed() {
+    let fake = Fake { fail_first: 3, ..Fake::default() };
+    let e = exporter(&fake, 1_000, Duration::from_secs(10));
+    e.offer(spans(250));
+    assert!(e.flush());
+    assert_eq!(*fake.got.lock().unwrap(), 250, "nothing lost to three failures");
+    let c = e.counters();
+    assert_eq!(c.exported.load(Ordering::Relaxed), 250);
+    assert_eq!(c.failed_attempts.load(Ordering::Relaxed), 3);
+    assert_eq!(c.dropped_export_failed.load(Ordering::Relaxed) + c.dropped_queue_full.load(Ordering::Relaxed), 0);
+}
+
+#[test]
+fn a_full_queue_drops_and_counts_and_a_dead_collector_is_given_up_on_in_bounded_time() {
+    let fake = Fake { fail_first: usize::MAX, ..Fake::default() };
+    let e = exporter(&fake, 150, Duration::from_millis(300));
+    e.offer(spans(100));
+    e.offer(spans(100));
+    let started = Instant::now();
+    let answered = e.flush();
+    assert!(started.elapsed() < Duration::from_secs(3), "flush is bounded: {:?}", started.elapsed());
+    assert!(answered);
+    let c = e.counters();
+    assert_eq!(c.dropped_queue_full.load(Ordering::Relaxed), 50);
+    assert_eq!(c.dropped_export_failed.load(Ordering::Relaxed), 150);
+    assert_eq!(c.queued.load(Ordering::Relaxed), 0);
+    assert_eq!(c.exported.load(Ordering::Relaxed), 0);
+    assert_eq!(c.last_error().as_deref().map(|s| s.contains("collector down")), Some(true));
+}

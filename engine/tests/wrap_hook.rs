@@ -131,17 +131,22 @@ fn git_status_and_diff_in_a_temporary_repository() {
 #[test]
 fn a_failing_pytest_keeps_its_failures() {
     let dir = tempdir();
-    let probe = Command::new("python3").args(["-m", "pytest", "--version"]).output();
+    // pytest from the project's virtualenv (`scripts/install-py`); under the test command it must
+    // be there.
+    let python = Path::new(env!("CARGO_MANIFEST_DIR")).join("../.venv/bin/python");
+    let probe = Command::new(&python).args(["-m", "pytest", "--version"]).output();
     if !probe.is_ok_and(|o| o.status.success()) {
-        eprintln!("note: pytest is not installed on this machine; the pytest check is skipped");
+        assert!(std::env::var_os("TOOLSTREAM_REQUIRE_PY").is_none(), "pytest is absent: run scripts/install-py");
+        eprintln!("note: pytest is not installed (scripts/install-py); the pytest check is skipped");
         return;
     }
+    let python = python.display().to_string();
     std::fs::write(
         dir.join("test_x.py"),
         "def test_ok():\n    assert True\n\ndef test_bad():\n    assert 1 == 2, 'nope'\n",
     )
     .unwrap();
-    let out = wrap(&dir, &["--", "python3", "-m", "pytest", "-p", "no:cacheprovider"]);
+    let out = wrap(&dir, &["--", &python, "-m", "pytest", "-p", "no:cacheprovider"]);
     assert_eq!(out.code, Some(1));
     assert!(out.stdout.contains("FAILED test_x.py::test_bad"), "{}", out.stdout);
     assert!(out.stdout.starts_with("exit 1 | 1 failed test, 1 passed test"), "{}", out.stdout);

@@ -159,6 +159,11 @@ impl SinkSpec {
         SinkSpec { kind, path, when_full: None }
     }
 
+    /// Whether it writes to stdout (`cards`): where stdout carries a protocol, it cannot be used.
+    pub fn writes_stdout(&self) -> bool {
+        self.kind == SinkKind::Cards
+    }
+
     /// How reports name it: `jsonl=trace.jsonl`, `cards`.
     pub fn label(&self) -> String {
         match &self.path {
@@ -211,6 +216,12 @@ impl FromStr for SinkSpec {
         };
         Ok(SinkSpec { kind, path, when_full })
     }
+}
+
+/// Whether any of `specs` needs the recorded calls themselves kept (only a Cursor chat database
+/// stores them).
+pub fn keeps_recorded(specs: &[SinkSpec]) -> bool {
+    specs.iter().any(|s| s.kind == SinkKind::CursorDb)
 }
 
 /// What opening a sink needs from the command.

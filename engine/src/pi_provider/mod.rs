@@ -39,7 +39,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use toolstream_actors::present::scrub::Scrubber;
-use toolstream_sinks::cards::CardsOptions;
 use toolstream_sinks::jsonl_trace::JsonlTraceSink;
 use toolstream_sinks::otel::config::DEFAULT_FLUSH_TIMEOUT;
 use toolstream_sinks::pi_events::failed_message_lines;
@@ -96,15 +95,7 @@ pub fn serve(opts: ProviderOptions) -> i32 {
         }
     }
     let mut plans: Vec<SinkPlan> = sinks.into_iter().map(SinkPlan::ready).collect();
-    let ctx = SinkContext {
-        cards: CardsOptions::default(),
-        trace_limit_bytes: opts.config.trace_limit_bytes.value,
-        overwrite_sessions: false,
-        reading_db: None,
-        allow_cursor_state_db: false,
-        compact_model_results: opts.compact,
-        compact_cards: false,
-    };
+    let ctx = SinkContext::headless(opts.config.trace_limit_bytes.value, opts.compact);
     plans.extend(opts.sinks.iter().map(|spec| spec.plan(&ctx, opts.config.when_full(spec.kind))));
     let user_sinks: Vec<String> = opts.sinks.iter().map(SinkSpec::label).collect();
     let mut popts = opts.pipeline;

@@ -241,6 +241,22 @@ pub struct SinkContext {
     pub compact_cards: bool,
 }
 
+impl SinkContext {
+    /// For a command with no terminal of its own (pi-provider, bench): default cards, no database
+    /// being read, existing pi sessions left alone; `compact` compacts what the pi sinks get.
+    pub fn headless(trace_limit_bytes: u64, compact: bool) -> SinkContext {
+        SinkContext {
+            cards: CardsOptions::default(),
+            trace_limit_bytes,
+            overwrite_sessions: false,
+            reading_db: None,
+            allow_cursor_state_db: false,
+            compact_model_results: compact,
+            compact_cards: false,
+        }
+    }
+}
+
 impl SinkSpec {
     /// How to start this sink, with its `when_full` resolved (`configured`: the config setting of
     /// its kind, when set).

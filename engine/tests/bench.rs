@@ -1,7 +1,8 @@
 //! `toolstream bench` on a small generated corpus: every stage runs, the JSON report carries the
 //! keys the performance issue names, progress goes to stderr (one line per measured stage run
 //! when stderr is not a terminal) and never into the report; inputs that cannot be measured are
-//! refused once, with their path. (Throughput itself is measured, never asserted.)
+//! refused once, with their path; `--sink otlp=URL` adds a stage whose spans reach a real
+//! collector (rotel on loopback, `common::otel`). (Throughput itself is measured, never asserted.)
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod common;
@@ -89,4 +90,63 @@ fn a_failing_stage_reports_its_error_to_the_parent_without_the_binary_prefix() {
     let v: serde_json::Value = serde_json::from_str(run.stdout.trim()).unwrap();
     let error = v["error"].as_str().unwrap();
     assert!(error.starts_with("cannot read /nonexistent/corpus.jsonl: "), "{error}");
+}
+
+#[test]
+fn an_otlp_sink_is_measured_side_by_side_and_every_call_reaches_the_collector() {
+    let Some(agent) = common::otel::rotel_agent() else { return };
+    let collector = common::otel::Collector::start(&agent);
+    let dir = common::tempdir();
+    let corpus = dir.join("corpus.jsonl");
+    let templates = common::example("");
+    let sink = format!("otlp={}", collector.http_url());
+    let run = common::toolstream(
+        &[
+            "bench",
+            "--size",
+            "256K",
+            "--sessions",
+            "4",
+            "--templates",
+            templates.to_str().unwrap(),
+            "--repeat",
+            "1",
+            "--keep-corpus",
+            corpus.to_str().unwrap(),
+            "--sink",
+            &sink,
+            "--json",
+        ],
+        None,
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let v: serde_json::Value = serde_json::from_str(run.stdout.lines().last().unwrap()).unwrap();
+    let names: Vec<&str> = v["stages"].as_array().unwrap().iter().map(|s| s["stage"].as_str().unwrap()).collect();
+    assert_eq!(names, ["floor", "decode", "cores", "e2e-null", "e2e-jsonl", "e2e-pi-session", "e2e-otlp"]);
+    let row = run.stdout.lines().find(|l| l.starts_with("end to end → OTLP sink")).unwrap_or_default();
+    assert!(row.contains(" MiB "), "the OTLP stage has its row in the table: {}", run.stdout);
+    assert!(v["e2e_otlp_mbps"].as_f64().is_some_and(|x| x > 0.0), "{v}");
+    assert!(v["otlp_spans_per_s"].as_f64().is_some_and(|x| x > 0.0), "{v}");
+    assert_eq!(v["otlp_spans_lost"], 0, "{v}");
+    assert_eq!(v["otlp_sink"], sink.as_str());
+    let (runs, calls, _) = common::otel::expected(&corpus);
+    assert!(calls > 100, "a corpus with calls: {calls}");
+    assert_eq!(v["otlp_spans"].as_u64(), Some((runs + calls) as u64), "{v}");
+    assert!(run.stdout.contains(&format!("{sink}: ")) && run.stdout.contains("spans/s"), "{}", run.stdout);
+    // Only the OTLP stage exports, once: the collector got one execute_tool span per call.
+    let spans = collector.wait_for(runs + calls, std::time::Duration::from_secs(30));
+    let tools = spans.iter().filter(|s| s.attr("gen_ai.operation.name") == Some("execute_tool")).count();
+    let agents = spans.iter().filter(|s| s.attr("gen_ai.operation.name") == Some("invoke_agent")).count();
+    assert_eq!((agents, tools), (runs, calls));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn only_an_otlp_sink_can_be_measured() {
+    let run = common::toolstream(&["bench", "--sink", "jsonl=x.jsonl", "--repeat", "1"], None);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(run.stderr.contains("bench measures an OTLP sink"), "{}", run.stderr);
+    let run = common::toolstream(&["bench", "--stage", "e2e-otlp", "--repeat", "1"], None);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(run.stderr.contains("--sink otlp=URL"), "{}", run.stderr);
 }

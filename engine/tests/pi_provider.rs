@@ -56,8 +56,14 @@ struct Provider {
 
 impl Provider {
     fn start(envs: &[(&str, &str)]) -> Provider {
+        Provider::start_with(&[], envs)
+    }
+
+    /// `toolstream pi-provider ARGS…` with `envs`.
+    fn start_with(args: &[&str], envs: &[(&str, &str)]) -> Provider {
         let mut cmd = Command::new(toolstream_bin());
         cmd.arg("pi-provider")
+            .args(args)
             .env_remove("TOOLSTREAM_REPLAY_REALTIME")
             .env_remove("CURSOR_API_KEY")
             .envs(envs.iter().copied())
@@ -394,6 +400,46 @@ fn failures_are_error_messages() {
     assert!(failed_message(&p).contains("bad request"));
     assert_eq!(p.wait(Duration::from_secs(5)), 2);
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The spans `collector` printed for one exported run: (invoke_agent, execute_tool) counts.
+fn run_and_call_spans(spans: &[common::otel::Span]) -> (usize, usize) {
+    let count = |op: &str| spans.iter().filter(|s| s.attr("gen_ai.operation.name") == Some(op)).count();
+    (count("invoke_agent"), count("execute_tool"))
+}
+
+#[test]
+fn an_otlp_sink_beside_the_protocol_exports_the_run_and_changes_nothing_on_stdout() {
+    let Some(agent) = common::otel::rotel_agent() else { return };
+    let dir = common::tempdir();
+    let demo = common::example("demo.jsonl");
+    let (runs, calls, _) = common::otel::expected(&demo);
+    assert_eq!((runs, calls), (1, 7), "the demo: one run, seven calls");
+    let mut plain = Provider::start(&[]);
+    plain.send(&request(replay_source(&demo), "go", &dir));
+    let reference = drive(&mut plain, false);
+    assert_eq!(reference.code, 0);
+    let collector = common::otel::Collector::start(&agent);
+    let mut seen = 0;
+    for sink in [format!("otlp={}", collector.http_url()), format!("otlp-grpc={}", collector.grpc_url())] {
+        let mut p = Provider::start_with(&["--sink", &sink], &[]);
+        p.send(&request(replay_source(&demo), "go", &dir));
+        let d = drive(&mut p, true);
+        assert_eq!(d.lines, reference.lines, "{sink}: the protocol output is unchanged");
+        assert_eq!(d.code, reference.code, "{sink}");
+        let spans = collector.wait_for(seen + runs + calls, Duration::from_secs(20));
+        assert_eq!(run_and_call_spans(&spans[seen..]), (runs, calls), "{sink}: one span per run and per call");
+        seen = spans.len();
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_sink_writing_to_stdout_is_refused() {
+    let run = common::toolstream(&["pi-provider", "--sink", "cards"], Some(b""));
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert_eq!(run.stdout, "", "nothing but the protocol on stdout");
+    assert!(run.stderr.contains("stdout carries the protocol"), "{}", run.stderr);
 }
 
 // ------------------------------------------------------------------------------------------------
@@ -806,6 +852,26 @@ fn dangerous_recording(dir: &Path, work: &Path) -> PathBuf {
     let path = dir.join("danger.jsonl");
     std::fs::write(&path, lines.iter().map(|l| format!("{l}\n")).collect::<String>()).unwrap();
     path
+}
+
+#[test]
+fn real_pi_exports_its_cursor_runs_to_the_sinks_of_toolstream_pi_sinks() {
+    let Some(pi) = common::pi_bin() else { return };
+    let Some(agent) = common::otel::rotel_agent() else { return };
+    let collector = common::otel::Collector::start(&agent);
+    let home = common::tempdir();
+    let demo = common::example("demo.jsonl");
+    let (runs, calls, _) = common::otel::expected(&demo);
+    let mut cmd = pi_command(&pi, &home);
+    // Two specs, comma- and space-separated; the second with its own option.
+    let sinks = format!("otlp={}, otlp-grpc={},when_full=block", collector.http_url(), collector.grpc_url());
+    cmd.env("TOOLSTREAM_CURSOR_REPLAY", &demo).env("TOOLSTREAM_PI_SINKS", &sinks);
+    let run = run_pi_json(cmd, "go").unwrap();
+    check_pi_run(&run, &home, &session_messages(&demo)).unwrap();
+    // The provider may still be exporting after pi exited: wait (bounded) for both copies.
+    let spans = collector.wait_for(2 * (runs + calls), Duration::from_secs(20));
+    assert_eq!(run_and_call_spans(&spans), (2 * runs, 2 * calls), "each sink got the run and every call");
+    let _ = std::fs::remove_dir_all(&home);
 }
 
 #[test]

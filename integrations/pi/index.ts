@@ -8,7 +8,8 @@
  * $TOOLSTREAM_CURSOR_AGENT_ARGS, e.g. `--force`), or a recording in either format when
  * $TOOLSTREAM_CURSOR_REPLAY names one ($TOOLSTREAM_REPLAY_REALTIME=1 replays it at its recorded
  * pace). The toolstream binary: $TOOLSTREAM_BIN, `toolstream` on PATH, or this repository's
- * target/release, then target/debug build.
+ * target/release, then target/debug build. $TOOLSTREAM_PI_SINKS (comma- or space-separated sink
+ * specs, e.g. `otlp=http://127.0.0.1:4318`) exports each Cursor run there too (see provider.ts).
  *
  * Models: `auto` plus any ids listed in $TOOLSTREAM_CURSOR_MODELS (comma-separated); pi also
  * accepts any other `--model <id>` for this provider as a custom id. The id is passed to

@@ -102,6 +102,20 @@ function sourceSpec(cwd: string): Record<string, unknown> {
 	return { kind: "cursor-agent", args };
 }
 
+/**
+ * `--sink SPEC` for each sink named in $TOOLSTREAM_PI_SINKS (comma- or space-separated, e.g.
+ * `otlp=http://127.0.0.1:4318`): toolstream delivers each Cursor run there too. A spec's own
+ * options follow it (`otlp=URL,when_full=block`), so a `when_full=` item belongs to the one before.
+ */
+export function sinkArgs(value = process.env.TOOLSTREAM_PI_SINKS ?? ""): string[] {
+	const specs: string[] = [];
+	for (const item of value.split(/[\s,]+/).filter(Boolean)) {
+		if (item.startsWith("when_full=") && specs.length > 0) specs[specs.length - 1] += `,${item}`;
+		else specs.push(item);
+	}
+	return specs.flatMap((spec) => ["--sink", spec]);
+}
+
 /** Splits a byte stream on LF only (JSON strings may hold U+2028, which `readline` would split). */
 class LineQueue {
 	private buffered = "";
@@ -165,7 +179,7 @@ class ProviderChild {
 	dead = false;
 
 	constructor(bin: string, cwd: string) {
-		this.proc = spawn(bin, ["pi-provider"], {
+		this.proc = spawn(bin, ["pi-provider", ...sinkArgs()], {
 			cwd: fs.existsSync(cwd) ? cwd : undefined,
 			stdio: ["pipe", "pipe", "pipe"],
 			// Its own process group, so that an abort kills it and the cursor-agent it started.

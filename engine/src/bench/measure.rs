@@ -1,8 +1,8 @@
 //! The stages `toolstream bench` measures on the same bytes: the parse floor (memchr line split +
 //! the borrowed stream-json envelope, tool payload left raw), full decoding to canonical events,
 //! and end to end through the actor engine to a null sink, the JSONL trace sink and the pi session
-//! sink. Each stage reads the corpus from disk and runs in its own process, so its peak RSS is
-//! its own.
+//! sink, and, with `--sink otlp=URL`, to that OTLP sink ([`super::otlp`]). Each stage reads the
+//! corpus from disk and runs in its own process, so its peak RSS is its own.
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
@@ -20,7 +20,10 @@ use crate::clock::EventTime;
 use crate::decode::framing::{Frame, LineReader};
 use crate::decode::Decoder;
 use crate::pipeline::{Pipeline, PipelineOptions};
+use crate::sinks::SinkSpec;
 use crate::source::Source;
+
+use super::otlp::{e2e_otlp, OtlpFigures};
 
 /// A stage of the benchmark.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
@@ -39,9 +42,12 @@ pub enum Stage {
     E2eJsonl,
     /// End to end to the pi session sink.
     E2ePiSession,
+    /// End to end to the OTLP sink named by `--sink` (only then).
+    E2eOtlp,
 }
 
 impl Stage {
+    /// The stages measured by default (the OTLP stage needs a collector: `--sink`).
     pub fn all() -> [Stage; 6] {
         [Stage::Floor, Stage::Decode, Stage::Cores, Stage::E2eNull, Stage::E2eJsonl, Stage::E2ePiSession]
     }
@@ -55,6 +61,7 @@ impl Stage {
             Stage::E2eNull => "e2e-null",
             Stage::E2eJsonl => "e2e-jsonl",
             Stage::E2ePiSession => "e2e-pi-session",
+            Stage::E2eOtlp => "e2e-otlp",
         }
     }
 
@@ -66,6 +73,7 @@ impl Stage {
             Stage::E2eNull => "end to end → null sink",
             Stage::E2eJsonl => "end to end → JSONL trace (uncapped)",
             Stage::E2ePiSession => "end to end → pi session",
+            Stage::E2eOtlp => "end to end → OTLP sink",
         }
     }
 }
@@ -80,6 +88,9 @@ pub struct Measurement {
     pub events: u64,
     pub seconds: f64,
     pub peak_rss_kib: u64,
+    /// The OTLP stage's spans.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub otlp: Option<OtlpFigures>,
 }
 
 impl Measurement {
@@ -91,9 +102,22 @@ impl Measurement {
         self.events as f64 / self.seconds.max(1e-9)
     }
 
-    /// Fold in another run of the same stage: the fastest time, the highest peak RSS.
+    /// Spans exported per second of the stage (the OTLP stage only).
+    pub fn spans_per_s(&self) -> Option<f64> {
+        self.otlp.as_ref().map(|o| o.spans as f64 / self.seconds.max(1e-9))
+    }
+
+    /// Fold in another run of the same stage: the fastest time (with the spans that run
+    /// exported), the highest peak RSS, the most spans any run lost.
     pub fn merge(&mut self, other: &Measurement) {
-        self.seconds = self.seconds.min(other.seconds);
+        let lost = [&self.otlp, &other.otlp].iter().filter_map(|o| o.as_ref().map(|o| o.spans_lost)).max();
+        if other.seconds < self.seconds {
+            self.seconds = other.seconds;
+            self.otlp.clone_from(&other.otlp);
+        }
+        if let (Some(o), Some(lost)) = (&mut self.otlp, lost) {
+            o.spans_lost = lost;
+        }
         self.peak_rss_kib = self.peak_rss_kib.max(other.peak_rss_kib);
     }
 }
@@ -105,11 +129,19 @@ pub enum MeasureError {
     Read(PathBuf, std::io::Error),
     #[error("{0}")]
     Engine(#[from] crate::pipeline::PipelineError),
+    #[error("the e2e-otlp stage needs an OTLP sink: --sink otlp=URL")]
+    NoSink,
 }
 
-/// Run one stage over `input`.
-pub fn run_stage(stage: Stage, input: &Path, scratch: &Path) -> Result<Measurement, MeasureError> {
+/// Run one stage over `input` (`otlp`: the sink of the OTLP stage).
+pub fn run_stage(
+    stage: Stage,
+    input: &Path,
+    scratch: &Path,
+    otlp: Option<&SinkSpec>,
+) -> Result<Measurement, MeasureError> {
     let started = Instant::now();
+    let mut figures = None;
     let (bytes, lines, events) = match stage {
         Stage::Floor => floor(input)?,
         Stage::Decode => decode(input)?,
@@ -127,6 +159,12 @@ pub fn run_stage(stage: Stage, input: &Path, scratch: &Path) -> Result<Measureme
             let path = scratch.join("bench-session.jsonl");
             e2e(input, vec![pi_session_sink(&path)?])?
         }
+        Stage::E2eOtlp => {
+            let spec = otlp.ok_or(MeasureError::NoSink)?;
+            let (stats, f) = e2e_otlp(input, spec)?;
+            figures = Some(f);
+            (stats.bytes, stats.lines, stats.input_events)
+        }
     };
     Ok(Measurement {
         stage,
@@ -135,6 +173,7 @@ pub fn run_stage(stage: Stage, input: &Path, scratch: &Path) -> Result<Measureme
         events,
         seconds: started.elapsed().as_secs_f64(),
         peak_rss_kib: peak_rss_kib().unwrap_or(0),
+        otlp: figures,
     })
 }
 

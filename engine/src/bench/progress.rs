@@ -110,9 +110,14 @@ impl<W: Write> Progress<W> {
     }
 }
 
-/// `floor 1/3 … 812.4 MB/s, peak RSS 5 MiB`.
+/// `floor 1/3 … 812.4 MB/s, peak RSS 5 MiB` (the OTLP stage adds `, 123456 spans/s, 0 lost`).
 fn stage_line(m: &Measurement, round: u32, repeat: u32) -> String {
-    format!("{} {round}/{repeat} … {:.1} MB/s, peak RSS {} MiB", m.stage.name(), m.mbps(), m.peak_rss_kib / 1024)
+    let mut line =
+        format!("{} {round}/{repeat} … {:.1} MB/s, peak RSS {} MiB", m.stage.name(), m.mbps(), m.peak_rss_kib / 1024);
+    if let (Some(rate), Some(o)) = (m.spans_per_s(), &m.otlp) {
+        line.push_str(&format!(", {rate:.0} spans/s, {} lost", o.spans_lost));
+    }
+    line
 }
 
 /// `[██████░░░░…]`, `done` of `total` filled.
@@ -126,7 +131,7 @@ mod tests {
     use super::*;
 
     fn m(stage: Stage) -> Measurement {
-        Measurement { stage, bytes: 2_000_000, lines: 10, events: 0, seconds: 0.5, peak_rss_kib: 5 * 1024 }
+        Measurement { stage, bytes: 2_000_000, lines: 10, events: 0, seconds: 0.5, peak_rss_kib: 5 * 1024, otlp: None }
     }
 
     fn text(p: Progress<Vec<u8>>) -> String {

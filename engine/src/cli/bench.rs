@@ -1,6 +1,7 @@
 //! `toolstream bench`: generate (or take) a recorded high-volume corpus, then measure every stage
 //! on the same bytes in one run, each in its own child process, and report MB/s, events/s, each
-//! stage's ratio to the parse floor, and peak RSS. `--json` ends with one JSON object.
+//! stage's ratio to the parse floor, and peak RSS. `--sink otlp=URL` adds a stage into that OTLP
+//! sink (the user's collector) and its spans per second. `--json` ends with one JSON object.
 
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
@@ -14,7 +15,9 @@ use serde_json::json;
 use super::ByteSize;
 use crate::bench::corpus::{self, CorpusSpec};
 use crate::bench::measure::{self, run_stage, Measurement, Stage};
+use crate::bench::otlp::bench_spec;
 use crate::bench::progress::Progress;
+use crate::sinks::SinkSpec;
 
 #[derive(Debug, Args)]
 pub struct BenchArgs {
@@ -41,6 +44,11 @@ pub struct BenchArgs {
     /// fastest run (the one least disturbed by the rest of the machine) and its highest RSS.
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..))]
     pub repeat: u32,
+    /// Also measure end to end into this OTLP sink (`otlp=URL` or `otlp-grpc=URL`: a collector
+    /// you run; bench starts none), with spans per second and the spans it lost. Measured with
+    /// `when_full=block`, so the engine drops nothing on the way.
+    #[arg(long = "sink", value_name = "SPEC")]
+    pub sink: Option<SinkSpec>,
     /// Print one JSON object as the last line.
     #[arg(long)]
     pub json: bool,
@@ -63,6 +71,12 @@ pub fn run(args: BenchArgs) -> anyhow::Result<i32> {
     if let Some(input) = &args.input {
         measure::check_input(input)?;
     }
+    if let Some(spec) = &args.sink {
+        bench_spec(spec).map_err(anyhow::Error::msg)?;
+    }
+    if args.sink.is_none() && args.stages.contains(&Stage::E2eOtlp) {
+        bail!("--stage e2e-otlp needs the OTLP sink to measure: --sink otlp=URL");
+    }
     let scratch = std::env::temp_dir().join(format!("toolstream-bench-{}", std::process::id()));
     std::fs::create_dir_all(&scratch).with_context(|| format!("creating {}", scratch.display()))?;
     let mut progress = Progress::stderr();
@@ -84,7 +98,7 @@ enum ChildReport {
 fn run_child(stage: Stage, args: &BenchArgs) -> anyhow::Result<i32> {
     let input = args.input.as_deref().context("--child-stage needs --input")?;
     let scratch = args.scratch.clone().unwrap_or_else(std::env::temp_dir);
-    let (report, code) = match run_stage(stage, input, &scratch) {
+    let (report, code) = match run_stage(stage, input, &scratch, args.sink.as_ref()) {
         Ok(m) => (ChildReport::Measured(m), 0),
         Err(e) => (ChildReport::Failed { error: e.to_string() }, 1),
     };
@@ -101,14 +115,18 @@ fn measure_all(args: &BenchArgs, scratch: &Path, progress: &mut Progress<std::io
             path
         }
     };
-    let stages: Vec<Stage> = if args.stages.is_empty() { Stage::all().to_vec() } else { args.stages.clone() };
+    let stages: Vec<Stage> = if args.stages.is_empty() {
+        Stage::all().into_iter().chain(args.sink.as_ref().map(|_| Stage::E2eOtlp)).collect()
+    } else {
+        args.stages.clone()
+    };
     let exe = std::env::current_exe()?;
     let mut results: Vec<Measurement> = Vec::new();
     progress.start_measuring(args.repeat.saturating_mul(u32::try_from(stages.len()).unwrap_or(u32::MAX)));
     for round in 1..=args.repeat {
         for (i, &stage) in stages.iter().enumerate() {
             progress.measuring(stage, round, args.repeat);
-            let m = measure_child(&exe, stage, &corpus_path, scratch)?;
+            let m = measure_child(&exe, stage, &corpus_path, scratch, args.sink.as_ref())?;
             progress.measured(&m, round, args.repeat);
             match results.get_mut(i) {
                 Some(best) => best.merge(&m),
@@ -122,9 +140,19 @@ fn measure_all(args: &BenchArgs, scratch: &Path, progress: &mut Progress<std::io
 }
 
 /// Run one stage in a child process and read its measurement.
-fn measure_child(exe: &Path, stage: Stage, corpus: &Path, scratch: &Path) -> anyhow::Result<Measurement> {
-    let out = Command::new(exe)
-        .arg("bench")
+fn measure_child(
+    exe: &Path,
+    stage: Stage,
+    corpus: &Path,
+    scratch: &Path,
+    sink: Option<&SinkSpec>,
+) -> anyhow::Result<Measurement> {
+    let mut cmd = Command::new(exe);
+    cmd.arg("bench");
+    if let Some(spec) = sink.filter(|_| stage == Stage::E2eOtlp) {
+        cmd.arg("--sink").arg(spec.to_string());
+    }
+    let out = cmd
         .arg("--child-stage")
         .arg(stage.name())
         .arg("--input")
@@ -240,6 +268,15 @@ fn print_report(results: &[Measurement], repeat: u32, json: bool) {
             m.seconds
         );
     }
+    let otlp = results.iter().find(|m| m.stage == Stage::E2eOtlp);
+    if let (Some(m), Some(o), Some(rate)) =
+        (otlp, otlp.and_then(|m| m.otlp.as_ref()), otlp.and_then(Measurement::spans_per_s))
+    {
+        println!(
+            "{}: {rate:.0} spans/s ({} runs + calls exported in {:.2} s), {} spans lost",
+            o.sink, o.spans, m.seconds, o.spans_lost
+        );
+    }
     if json {
         let get = |s: Stage| results.iter().find(|m| m.stage == s);
         let mbps = |s: Stage| get(s).map(Measurement::mbps);
@@ -251,6 +288,11 @@ fn print_report(results: &[Measurement], repeat: u32, json: bool) {
             "e2e_null_mbps": mbps(Stage::E2eNull),
             "e2e_jsonl_mbps": mbps(Stage::E2eJsonl),
             "e2e_pi_session_mbps": mbps(Stage::E2ePiSession),
+            "e2e_otlp_mbps": mbps(Stage::E2eOtlp),
+            "otlp_sink": otlp.and_then(|m| m.otlp.as_ref()).map(|o| o.sink.clone()),
+            "otlp_spans": otlp.and_then(|m| m.otlp.as_ref()).map(|o| o.spans),
+            "otlp_spans_per_s": otlp.and_then(Measurement::spans_per_s),
+            "otlp_spans_lost": otlp.and_then(|m| m.otlp.as_ref()).map(|o| o.spans_lost),
             "events_per_s": e2e_events,
             "peak_rss_mib": peak as f64 / 1024.0,
             "bytes": results.first().map(|m| m.bytes),

@@ -7,6 +7,7 @@ use clap::Args;
 
 use super::InputArgs;
 use crate::pi_provider::{serve, ProviderOptions};
+use crate::sinks::SinkSpec;
 
 #[derive(Debug, Args)]
 pub struct PiProviderArgs {
@@ -21,11 +22,19 @@ pub struct PiProviderArgs {
     /// Compact shell results before pi sees them (as `toolstream wrap` does).
     #[arg(long)]
     pub compact: bool,
+    /// Also deliver the run to this sink, beside the protocol on stdout; repeatable, named as
+    /// for `replay` (`otlp[=URL]`, `otlp-grpc[=URL]`, `jsonl=PATH`, `pi-session=PATH`, …; not
+    /// `cards`: stdout carries the protocol). The pi extension passes $TOOLSTREAM_PI_SINKS here.
+    #[arg(long = "sink", value_name = "SPEC")]
+    pub sinks: Vec<SinkSpec>,
     #[command(flatten)]
     pub input: InputArgs,
 }
 
 pub fn run(args: PiProviderArgs) -> anyhow::Result<i32> {
+    if let Some(spec) = args.sinks.iter().find(|s| s.writes_stdout()) {
+        anyhow::bail!("--sink {spec}: pi-provider's stdout carries the protocol only; name another sink");
+    }
     let config = args.input.config()?;
     let pipeline = args.input.pipeline_options(&config)?;
     Ok(serve(ProviderOptions {
@@ -34,5 +43,6 @@ pub fn run(args: PiProviderArgs) -> anyhow::Result<i32> {
         realtime: args.realtime,
         cursor_agent: args.cursor_agent,
         compact: args.compact,
+        sinks: args.sinks,
     }))
 }

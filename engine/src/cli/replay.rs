@@ -11,7 +11,7 @@ use toolstream_sinks::cards::CardsOptions;
 
 use super::{cursor_db, ColorArg, ReplayArgs};
 use crate::pipeline::{Canceller, Pipeline, PipelineError, Stats};
-use crate::sinks::{SinkContext, SinkKind, SinkSpec, SinkSummary};
+use crate::sinks::{keeps_recorded, report_to_stderr, SinkContext, SinkKind, SinkSpec};
 use crate::source::Source;
 
 pub fn run(args: ReplayArgs) -> anyhow::Result<i32> {
@@ -54,8 +54,7 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<i32> {
     let plans = specs.iter().map(|spec| spec.plan(&ctx, cfg.when_full(spec.kind))).collect();
     let mut opts = args.input.pipeline_options(&cfg)?;
     opts.realtime = args.realtime;
-    // Only a Cursor chat database stores the recorded calls themselves.
-    opts.shard.keep_recorded = specs.iter().any(|s| s.kind == SinkKind::CursorDb);
+    opts.shard.keep_recorded = keeps_recorded(&specs);
     // Ctrl-C: cancel every open run, flush every sink (none may hold the others up for longer
     // than the grace period), say what was dropped, exit 130. Installed before the sinks open (a
     // `block` sink may wait in its opening, a FIFO nobody reads); a second Ctrl-C exits at once.
@@ -68,7 +67,7 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<i32> {
         }
         if let Some(canceller) = handler.get() {
             canceller.cancel();
-            report_sinks(&canceller.sink_summaries());
+            report_to_stderr(&canceller.sink_summaries());
         }
         std::process::exit(130);
     });
@@ -119,17 +118,10 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<i32> {
     Ok(exit_report(&stats, failed_read))
 }
 
-/// One line per sink that failed or dropped events.
-pub fn report_sinks(sinks: &[SinkSummary]) {
-    for line in sinks.iter().filter_map(SinkSummary::report_line) {
-        eprintln!("toolstream: {line}");
-    }
-}
-
 /// Say what went wrong at the end of a run; the exit status it earned: 2 when a file could not be
 /// read, 1 when a line could not be decoded or a sink or stage failed, else 0.
 pub fn exit_report(stats: &Stats, failed_read: bool) -> i32 {
-    report_sinks(&stats.sinks);
+    report_to_stderr(&stats.sinks);
     for e in &stats.engine_errors {
         eprintln!("toolstream: {e}");
     }

@@ -40,11 +40,13 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use toolstream_actors::present::scrub::Scrubber;
 use toolstream_sinks::jsonl_trace::JsonlTraceSink;
+use toolstream_sinks::otel::config::DEFAULT_FLUSH_TIMEOUT;
 use toolstream_sinks::pi_events::failed_message_lines;
 use toolstream_sinks::Sink;
 
 use crate::config::Config;
 use crate::pipeline::{Canceller, Pipeline, PipelineError, PipelineOptions};
+use crate::sinks::{keeps_recorded, report_to_stderr, SinkContext, SinkPlan, SinkSpec};
 use crate::source::Source;
 use cursor_agent::{AgentCommand, AgentProcess};
 use gate::{Ack, Gate, Outcome};
@@ -65,6 +67,9 @@ pub struct ProviderOptions {
     pub cursor_agent: Option<PathBuf>,
     /// Compact shell results in the events pi receives (`--compact`).
     pub compact: bool,
+    /// The user's sinks (`--sink`), fed the same run beside the protocol (an OTLP export of the
+    /// runs pi drives). Never `cards`: stdout is the protocol's.
+    pub sinks: Vec<SinkSpec>,
 }
 
 /// Serve one request on stdin/stdout; returns the exit status.
@@ -89,15 +94,20 @@ pub fn serve(opts: ProviderOptions) -> i32 {
             Err(e) => tracing::warn!("cannot create trace file {}: {e}", path.display()),
         }
     }
+    let mut plans: Vec<SinkPlan> = sinks.into_iter().map(SinkPlan::ready).collect();
+    let ctx = SinkContext::headless(opts.config.trace_limit_bytes.value, opts.compact);
+    plans.extend(opts.sinks.iter().map(|spec| spec.plan(&ctx, opts.config.when_full(spec.kind))));
+    let user_sinks: Vec<String> = opts.sinks.iter().map(SinkSpec::label).collect();
     let mut popts = opts.pipeline;
     popts.shards = 1;
+    popts.shard.keep_recorded = keeps_recorded(&opts.sinks);
     let (source, agent) = match open_source(&request, opts.cursor_agent.clone()) {
         Ok(s) => s,
         Err((msg, code)) => return fail(&gate, &scrubber, &model, &msg, code),
     };
     popts.realtime = matches!(request.source, SourceSpec::Replay { realtime: true, .. })
         || (opts.realtime && matches!(request.source, SourceSpec::Replay { .. }));
-    let mut pipeline = match Pipeline::new(popts, sinks) {
+    let mut pipeline = match Pipeline::with_sinks(popts, plans) {
         Ok(p) => p,
         Err(e) => {
             if let Some(a) = &agent {
@@ -107,7 +117,10 @@ pub fn serve(opts: ProviderOptions) -> i32 {
         }
     };
     let canceller = pipeline.canceller();
-    let stopper = Stopper { gate: gate.clone(), agent: agent.clone(), canceller: canceller.clone() };
+    // The user's sinks get their final checkpoint (an OTLP sink waits for its collector) before
+    // the process may exit once the client left.
+    let finish_grace = if opts.sinks.is_empty() { FINISH_GRACE } else { FINISH_GRACE_WITH_SINKS };
+    let stopper = Stopper { gate: gate.clone(), agent: agent.clone(), canceller: canceller.clone(), finish_grace };
     if let Err(e) = std::thread::Builder::new().name("pi-provider-input".into()).spawn(move || control(input, &stopper))
     {
         tracing::error!("cannot read the protocol input: {e}");
@@ -124,6 +137,8 @@ pub fn serve(opts: ProviderOptions) -> i32 {
     for e in &stats.sink_errors {
         eprintln!("toolstream: sink error: {e}");
     }
+    // What the user's sinks dropped or lost (the provider's own failures are said above).
+    report_to_stderr(stats.sinks.iter().filter(|s| user_sinks.contains(&s.sink)));
     if stats.decode_errors > 0 {
         eprintln!("toolstream: {} line(s) could not be decoded ({} lines read)", stats.decode_errors, stats.lines);
     }
@@ -223,6 +238,8 @@ struct Stopper {
     gate: Arc<Gate>,
     agent: Option<Arc<AgentProcess>>,
     canceller: Canceller,
+    /// How long the engine may take to wind down after the run's last message once the client left.
+    finish_grace: Duration,
 }
 
 impl Stopper {
@@ -249,7 +266,7 @@ impl Stopper {
     /// The client left after the run's last message: give the engine a moment to finish on its
     /// own (the debug trace, cursor-agent's exit), then stop cursor-agent and exit.
     fn finish_delivered_run(&self) {
-        let deadline = Instant::now() + FINISH_GRACE;
+        let deadline = Instant::now() + self.finish_grace;
         while Instant::now() < deadline {
             if self.gate.is_finished() {
                 return;
@@ -268,6 +285,10 @@ impl Stopper {
 
 /// How long the engine may take to wind down after the run's last message once the client left.
 const FINISH_GRACE: Duration = Duration::from_secs(2);
+/// The same with the user's sinks: an OTLP sink's final checkpoint waits up to
+/// `toolstream_sinks::otel::config::DEFAULT_FLUSH_TIMEOUT` (4 s) for its collector, and the pi
+/// extension kills the process group 5 s after it let go of the run.
+const FINISH_GRACE_WITH_SINKS: Duration = DEFAULT_FLUSH_TIMEOUT.saturating_add(Duration::from_millis(500));
 
 /// The input after the request: tool results and `abort`.
 fn control(mut input: impl BufRead, stop: &Stopper) {

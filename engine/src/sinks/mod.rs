@@ -8,7 +8,7 @@ pub mod spec;
 pub mod stats;
 pub mod thread;
 
-pub use port::{SinkPort, SinkSet, SinkSummary, WhenFull};
-pub use spec::{SinkContext, SinkKind, SinkSpec};
+pub use port::{report_to_stderr, SinkPort, SinkSet, SinkSummary, WhenFull};
+pub use spec::{keeps_recorded, SinkContext, SinkKind, SinkSpec};
 pub use stats::{OutputCounts, StatsSink};
 pub use thread::{SinkMsg, SinkPlan, SinkReport, SinkThread};

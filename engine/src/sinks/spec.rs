@@ -159,6 +159,11 @@ impl SinkSpec {
         SinkSpec { kind, path, when_full: None }
     }
 
+    /// Whether it writes to stdout (`cards`): where stdout carries a protocol, it cannot be used.
+    pub fn writes_stdout(&self) -> bool {
+        self.kind == SinkKind::Cards
+    }
+
     /// How reports name it: `jsonl=trace.jsonl`, `cards`.
     pub fn label(&self) -> String {
         match &self.path {
@@ -213,6 +218,12 @@ impl FromStr for SinkSpec {
     }
 }
 
+/// Whether any of `specs` needs the recorded calls themselves kept (only a Cursor chat database
+/// stores them).
+pub fn keeps_recorded(specs: &[SinkSpec]) -> bool {
+    specs.iter().any(|s| s.kind == SinkKind::CursorDb)
+}
+
 /// What opening a sink needs from the command.
 #[derive(Clone, Debug)]
 pub struct SinkContext {
@@ -228,6 +239,22 @@ pub struct SinkContext {
     pub compact_model_results: bool,
     /// `--compact-cards`: the terminal cards show compacted shell results too.
     pub compact_cards: bool,
+}
+
+impl SinkContext {
+    /// For a command with no terminal of its own (pi-provider, bench): default cards, no database
+    /// being read, existing pi sessions left alone; `compact` compacts what the pi sinks get.
+    pub fn headless(trace_limit_bytes: u64, compact: bool) -> SinkContext {
+        SinkContext {
+            cards: CardsOptions::default(),
+            trace_limit_bytes,
+            overwrite_sessions: false,
+            reading_db: None,
+            allow_cursor_state_db: false,
+            compact_model_results: compact,
+            compact_cards: false,
+        }
+    }
 }
 
 impl SinkSpec {

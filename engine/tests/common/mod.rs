@@ -3,6 +3,8 @@
 //! output events of a replay through the library, and running other programs (pi) with a timeout.
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+pub mod otel;
+
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output as ProcOutput, Stdio};

@@ -1,0 +1,214 @@
+//! A real OTLP collector for the tests: `rotel-agent` (PyPI `rotel`, installed into `.venv` by
+//! `scripts/install-py`) on 127.0.0.1 with ports picked here, printing what it received
+//! (`--debug-log traces --debug-log-verbosity detailed`), which [`Collector::spans`] reads back.
+//! Without the collector [`rotel_agent`] says so and tests skip, except under `./scripts/test`
+//! (`TOOLSTREAM_REQUIRE_OTEL=1`), where its absence fails them. Every wait is bounded and every
+//! collector is killed by its guard.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use super::{tempdir, toolstream};
+
+const REQUIRE_ENV: &str = "TOOLSTREAM_REQUIRE_OTEL";
+
+/// `.venv/bin/rotel-agent`, or `None` (with a note) when absent and not required.
+pub fn rotel_agent() -> Option<PathBuf> {
+    let agent = Path::new(env!("CARGO_MANIFEST_DIR")).join("../.venv/bin/rotel-agent");
+    if agent.exists() {
+        return Some(agent);
+    }
+    let required = std::env::var_os(REQUIRE_ENV).is_some_and(|v| !v.is_empty() && v != "0");
+    assert!(!required, "{} is absent and {REQUIRE_ENV} is set (run ./scripts/install-py)", agent.display());
+    eprintln!("note: {} is absent; skipping this collector test (./scripts/install-py)", agent.display());
+    None
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+/// A running collector; killed when dropped.
+pub struct Collector {
+    child: Child,
+    log: PathBuf,
+    pub http: u16,
+    pub grpc: u16,
+}
+
+impl Collector {
+    /// Ports picked now (the collector may be started later on them: [`Collector::start_on`]).
+    pub fn ports() -> (u16, u16) {
+        (free_port(), free_port())
+    }
+
+    pub fn start(agent: &Path) -> Collector {
+        let (http, grpc) = Collector::ports();
+        Collector::start_on(agent, http, grpc)
+    }
+
+    pub fn start_on(agent: &Path, http: u16, grpc: u16) -> Collector {
+        let dir = tempdir();
+        let log = dir.join("rotel.out");
+        let out = fs::File::create(&log).unwrap();
+        let child = Command::new(agent)
+            .args(["start", "--exporter", "blackhole", "--debug-log", "traces", "--debug-log-verbosity", "detailed"])
+            .arg("--otlp-http-endpoint")
+            .arg(format!("127.0.0.1:{http}"))
+            .arg("--otlp-grpc-endpoint")
+            .arg(format!("127.0.0.1:{grpc}"))
+            .arg("--pid-file")
+            .arg(dir.join("rotel.pid"))
+            .env("NO_COLOR", "1")
+            .stdin(Stdio::null())
+            .stdout(out.try_clone().unwrap())
+            .stderr(out)
+            .spawn()
+            .unwrap();
+        let c = Collector { child, log, http, grpc };
+        let deadline = Instant::now() + Duration::from_secs(15);
+        for port in [http, grpc] {
+            while TcpStream::connect(("127.0.0.1", port)).is_err() {
+                assert!(Instant::now() < deadline, "rotel did not listen on {port}: {}", c.output());
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        }
+        c
+    }
+
+    pub fn http_url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.http)
+    }
+
+    pub fn grpc_url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.grpc)
+    }
+
+    pub fn output(&self) -> String {
+        fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// The spans printed so far.
+    pub fn spans(&self) -> Vec<Span> {
+        parse_spans(&self.output())
+    }
+
+    /// Wait (bounded) until at least `n` spans were printed and the count stopped growing; the
+    /// spans.
+    pub fn wait_for(&self, n: usize, within: Duration) -> Vec<Span> {
+        let deadline = Instant::now() + within;
+        loop {
+            let spans = self.spans();
+            if spans.len() >= n || Instant::now() >= deadline {
+                // Anything more (duplicates) would show within a moment.
+                std::thread::sleep(Duration::from_millis(300));
+                return self.spans();
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+}
+
+impl Drop for Collector {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// One span as rotel printed it.
+#[derive(Clone, Debug, Default)]
+pub struct Span {
+    pub service: String,
+    pub trace_id: String,
+    pub parent_id: String,
+    pub id: String,
+    pub name: String,
+    pub status: String,
+    pub attrs: BTreeMap<String, String>,
+    pub events: Vec<String>,
+}
+
+impl Span {
+    pub fn attr(&self, k: &str) -> Option<&str> {
+        self.attrs.get(k).map(String::as_str)
+    }
+}
+
+/// Parse rotel's detailed debug log: `Resource attributes:` then per span `Trace ID`, `Parent
+/// ID`, `ID`, `Name`, `Status code`, `Attributes:` (`     -> key: Str(v)`) and `Events:`.
+fn parse_spans(out: &str) -> Vec<Span> {
+    #[derive(PartialEq)]
+    enum Mode {
+        None,
+        Resource,
+        Attrs,
+        Events,
+    }
+    let mut spans: Vec<Span> = Vec::new();
+    let mut service = String::new();
+    let mut mode = Mode::None;
+    let field = |line: &str| line.split_once(':').map(|(_, v)| v.trim().to_owned()).unwrap_or_default();
+    for raw in out.lines() {
+        let line = raw.trim_start();
+        if line.starts_with("ResourceSpans #") {
+            mode = Mode::None;
+            service.clear();
+        } else if line.starts_with("Resource attributes:") {
+            mode = Mode::Resource;
+        } else if line.starts_with("ScopeSpans #") {
+            mode = Mode::None;
+        } else if line.starts_with("Span #") {
+            spans.push(Span { service: service.clone(), ..Span::default() });
+            mode = Mode::None;
+        } else if line.starts_with("Attributes:") {
+            mode = Mode::Attrs;
+        } else if line.starts_with("Events:") {
+            mode = Mode::Events;
+        } else if let Some(kv) = line.strip_prefix("-> ") {
+            let indent = raw.len() - line.len();
+            let Some((k, v)) = kv.split_once(": ") else { continue };
+            let v = v.strip_prefix("Str(").and_then(|v| v.strip_suffix(')')).unwrap_or(v).to_owned();
+            match mode {
+                Mode::Resource if k == "service.name" => service = v,
+                Mode::Attrs if indent <= 6 => {
+                    if let Some(s) = spans.last_mut() {
+                        s.attrs.insert(k.to_owned(), v);
+                    }
+                }
+                Mode::Events if k == "Name" => {
+                    if let Some(s) = spans.last_mut() {
+                        s.events.push(v);
+                    }
+                }
+                _ => {}
+            }
+        } else if let Some(s) = spans.last_mut() {
+            if line.starts_with("Trace ID") {
+                s.trace_id = field(line);
+            } else if line.starts_with("Parent ID") {
+                s.parent_id = field(line);
+            } else if line.starts_with("ID ") {
+                s.id = field(line);
+            } else if line.starts_with("Name ") {
+                s.name = field(line);
+            } else if line.starts_with("Status code") {
+                s.status = field(line);
+            }
+        }
+    }
+    spans
+}
+
+/// What `toolstream stats --json` counts in `file`: (runs, calls, failed calls).
+pub fn expected(file: &Path) -> (usize, usize, usize) {
+    let run = toolstream(&["stats", "--json", file.to_str().unwrap()], None);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let v: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    let n = |k: &str| v[k].as_u64().unwrap() as usize;
+    (n("runs"), n("calls"), n("error_cards") + n("incomplete_calls"))
+}

@@ -210,7 +210,17 @@ fn assemble(
         body: &content,
     });
     let variant = if pi_tool == "cursor" && r.variant.starts_with("native") { "activity" } else { r.variant };
-    let result_text = bound_transcript(&sc.scrub(&r.result_text())).into_owned();
+    // What pi's model reads. Without a header or sections it is the body alone: the content,
+    // already scrubbed and bounded (one pass over the body, not two).
+    let result_text = if r.header.is_none() && r.sections.is_empty() {
+        if r.body.trim().is_empty() {
+            String::new()
+        } else {
+            content.clone()
+        }
+    } else {
+        bound_transcript(&sc.scrub(&r.result_text())).into_owned()
+    };
     let mut details = json!({
         "variant": variant,
         "sourceToolName": tool.name(),

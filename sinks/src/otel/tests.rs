@@ -328,3 +328,59 @@ fn a_full_queue_drops_and_counts_and_a_dead_collector_is_given_up_on_in_bounded_
     assert_eq!(c.exported.load(Ordering::Relaxed), 0);
     assert_eq!(c.last_error().as_deref().map(|s| s.contains("collector down")), Some(true));
 }
+
+/// The sum (counters) or count and sum (histograms) of one metric's data points, keyed by the
+/// points' attribute values joined with `/`.
+fn collected(
+    reader: &super::metrics::SharedReader,
+) -> std::collections::BTreeMap<String, std::collections::BTreeMap<String, (u64, f64)>> {
+    use opentelemetry_sdk::metrics::data::{AggregatedMetrics, MetricData, ResourceMetrics};
+    use opentelemetry_sdk::metrics::reader::MetricReader;
+    let mut rm = ResourceMetrics::default();
+    reader.collect(&mut rm).unwrap();
+    let mut out = std::collections::BTreeMap::new();
+    for scope in rm.scope_metrics() {
+        for m in scope.metrics() {
+            let key = |attrs: Vec<String>| attrs.join("/");
+            let points: &mut std::collections::BTreeMap<String, (u64, f64)> =
+                out.entry(m.name().to_owned()).or_default();
+            match m.data() {
+                AggregatedMetrics::U64(MetricData::Sum(s)) => {
+                    for p in s.data_points() {
+                        points.insert(key(p.attributes().map(|kv| kv.value.to_string()).collect()), (p.value(), 0.0));
+                    }
+                }
+                AggregatedMetrics::F64(MetricData::Histogram(h)) => {
+                    for p in h.data_points() {
+                        points
+                            .insert(key(p.attributes().map(|kv| kv.value.to_string()).collect()), (p.count(), p.sum()));
+                    }
+                }
+                other => panic!("unexpected metric data for {}: {other:?}", m.name()),
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn metrics_count_calls_by_tool_and_outcome_durations_and_tokens_by_kind() {
+    let (finished, _) = map(&cancelled_run(), false);
+    let (metrics, reader) = super::metrics::Metrics::new(Resource::builder_empty().build());
+    for f in &finished {
+        metrics.record(f);
+    }
+    let m = collected(&reader);
+    // Four shell calls: one success, one error result, two incomplete (errors).
+    let calls = &m[a::METRIC_TOOL_CALLS];
+    assert_eq!(calls.get("shell/success").map(|p| p.0), Some(1), "{calls:?}");
+    assert_eq!(calls.get("shell/error").map(|p| p.0), Some(3), "{calls:?}");
+    // Durations from the recorded start and end: 390 ms + 100 ms + the incomplete ones.
+    let duration = &m[a::METRIC_TOOL_DURATION]["shell"];
+    assert_eq!(duration.0, 4);
+    assert!(duration.1 >= 0.49, "{duration:?}");
+    // Tokens by kind from the reported run total.
+    let tokens = &m[a::METRIC_TOKENS];
+    let by_kind: Vec<(&str, u64)> = tokens.iter().map(|(k, v)| (k.as_str(), v.0)).collect();
+    assert_eq!(by_kind, [("cache_creation", 4), ("cache_read", 300), ("input", 100), ("output", 20)]);
+}

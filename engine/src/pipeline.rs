@@ -5,7 +5,6 @@
 //! The calling thread reads and decodes; each shard is an actix System on its own thread; each
 //! sink has its own thread. Every queue between them is bounded.
 
-use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -112,13 +111,10 @@ pub struct Stats {
     pub lines: u64,
     pub bytes: u64,
     pub input_events: u64,
-    pub output_events: u64,
-    pub runs: u64,
-    pub calls: u64,
-    pub calls_by_tool: BTreeMap<String, u64>,
-    pub unknown_tools: BTreeMap<String, u64>,
-    pub error_cards: u64,
-    pub incomplete_calls: u64,
+    /// What the output side counted (output events, runs, calls per tool, …), at the top level
+    /// of the JSON.
+    #[serde(flatten)]
+    pub output: OutputCounts,
     pub decode_errors: u64,
     /// SDK updates of the ignored-but-counted types (SPEC §1.2).
     pub ignored_updates: u64,
@@ -510,14 +506,7 @@ impl Pipeline {
             self.stats.sink_errors.extend(r.errors.iter().cloned());
         }
         self.stats.sinks = summaries;
-        let counts = self.counts.lock().map(|c| c.clone()).unwrap_or_default();
-        self.stats.output_events = counts.output_events;
-        self.stats.runs = counts.runs;
-        self.stats.calls = counts.calls;
-        self.stats.calls_by_tool = counts.calls_by_tool;
-        self.stats.unknown_tools = counts.unknown_tools;
-        self.stats.error_cards = counts.error_cards;
-        self.stats.incomplete_calls = counts.incomplete_calls;
+        self.stats.output = self.counts.lock().map(|c| c.clone()).unwrap_or_default();
         self.stats
     }
 }

@@ -134,7 +134,7 @@ fn a_stream_cut_mid_run_closes_the_run_as_failed_with_its_open_calls() {
     assert!(cut.last().unwrap().contains("call-demo-shell-5"));
     let input = format!("{}\n", cut.join("\n"));
     let (events, stats) = common::collect_bytes(input.as_bytes());
-    assert_eq!(stats.runs, 1);
+    assert_eq!(stats.output.runs, 1);
     let closed: Vec<_> = events
         .iter()
         .filter_map(|e| match &e.kind {

@@ -75,7 +75,7 @@ fn every_message_ends_once_and_every_run_closes_once() {
             }
         }
         assert_eq!(opened_runs, closed_runs, "{name}: every opened run closes");
-        assert_eq!(closed_runs.len() as u64, stats.runs, "{name}");
+        assert_eq!(closed_runs.len() as u64, stats.output.runs, "{name}");
         for (k, n) in open {
             assert_eq!(n, 101, "{name}: message {k:?} must start once and end once");
         }

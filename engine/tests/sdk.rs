@@ -24,7 +24,7 @@ fn sdk_recording_replays_as_cards() {
 #[test]
 fn sdk_events_have_the_right_shape() {
     let (events, stats) = common::collect(&[&common::example("sdk-demo.jsonl")]);
-    assert_eq!((stats.runs, stats.decode_errors, stats.calls), (1, 0, 4));
+    assert_eq!((stats.output.runs, stats.decode_errors, stats.output.calls), (1, 0, 4));
     let text: String = events
         .iter()
         .filter_map(|e| match &e.kind {
@@ -84,5 +84,5 @@ fn ignored_sdk_update_types_are_counted_not_dropped_silently() {
         "\n",
     );
     let (_, stats) = common::collect_bytes(recording.as_bytes());
-    assert_eq!((stats.runs, stats.ignored_updates, stats.decode_errors), (1, 2, 0));
+    assert_eq!((stats.output.runs, stats.ignored_updates, stats.decode_errors), (1, 2, 0));
 }

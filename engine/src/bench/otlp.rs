@@ -56,6 +56,6 @@ pub fn e2e_otlp(input: &std::path::Path, spec: &SinkSpec) -> Result<(Stats, Otlp
         return Err(PipelineError::Sink(SinkError::Other { sink: "otlp", message: e }));
     }
     let lost = summary.and_then(|s| s.lost.as_ref()).map_or(0, |l| l.count);
-    let made = stats.runs + stats.calls;
+    let made = stats.output.runs + stats.output.calls;
     Ok((stats, OtlpFigures { sink: label, spans: made.saturating_sub(lost), spans_lost: lost }))
 }

@@ -65,17 +65,17 @@ fn table(s: &Stats, files: &[PathBuf]) -> String {
     row("files", files.len().to_string());
     row("lines", s.lines.to_string());
     row("bytes", s.bytes.to_string());
-    row("runs", s.runs.to_string());
-    row("calls", s.calls.to_string());
-    for (tool, n) in &s.calls_by_tool {
+    row("runs", s.output.runs.to_string());
+    row("calls", s.output.calls.to_string());
+    for (tool, n) in &s.output.calls_by_tool {
         row(&format!("  {tool}"), n.to_string());
     }
-    row("error cards", s.error_cards.to_string());
-    row("incomplete", s.incomplete_calls.to_string());
-    let unknown = if s.unknown_tools.is_empty() {
+    row("error cards", s.output.error_cards.to_string());
+    row("incomplete", s.output.incomplete_calls.to_string());
+    let unknown = if s.output.unknown_tools.is_empty() {
         "none".to_owned()
     } else {
-        s.unknown_tools.iter().map(|(k, v)| format!("{k} ({v})")).collect::<Vec<_>>().join(", ")
+        s.output.unknown_tools.iter().map(|(k, v)| format!("{k} ({v})")).collect::<Vec<_>>().join(", ")
     };
     row("unknown tools", unknown);
     if s.ignored_updates > 0 {

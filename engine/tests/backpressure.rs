@@ -34,13 +34,7 @@ fn output_events(files: &[String]) -> u64 {
 }
 
 fn spawn(args: &[String]) -> Child {
-    Command::new(env!("CARGO_BIN_EXE_toolstream"))
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap()
+    common::spawn_toolstream(args, Stdio::null())
 }
 
 /// Wait for the child at most `limit` (failing past that). Returns (code, stdout, stderr).

@@ -168,13 +168,8 @@ fn wait_for(buf: &std::sync::Arc<std::sync::Mutex<String>>, needle: &str, within
 fn live_input_ticks_lifecycle_lines_and_ctrl_c_closes_runs_and_flushes_sinks() {
     let dir = common::tempdir();
     let trace = dir.join("trace.jsonl");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_toolstream"))
-        .args(["replay", "--color", "never", "--trace", trace.to_str().unwrap(), "-"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let args = ["replay", "--color", "never", "--trace", trace.to_str().unwrap(), "-"];
+    let mut child = common::spawn_toolstream(&args, Stdio::piped());
     let mut stdin = child.stdin.take().unwrap();
     let stdout = child.stdout.take().unwrap();
     let buf = std::sync::Arc::new(std::sync::Mutex::new(String::new()));

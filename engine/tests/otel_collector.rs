@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use std::fs;
 use std::io::Write;
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use common::otel::{expected, rotel_agent, Collector, Span};
@@ -223,18 +223,10 @@ fn a_collector_absent_for_10s_neither_crashes_nor_hangs_nor_disturbs_other_sinks
     assert_eq!(plain.code, 0, "{}", plain.stderr);
     let (http, grpc) = Collector::ports();
     let session = dir.join("with-otlp.jsonl");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_toolstream"))
-        .args(["replay", "--color", "never", "--sink", "cards"])
-        .arg("--sink")
-        .arg(format!("pi-session={}", session.display()))
-        .arg("--sink")
-        .arg(format!("otlp=http://127.0.0.1:{http}"))
-        .arg("-")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let pi_session = format!("pi-session={}", session.display());
+    let otlp = format!("otlp=http://127.0.0.1:{http}");
+    let args = ["replay", "--color", "never", "--sink", "cards", "--sink", &pi_session, "--sink", &otlp, "-"];
+    let mut child = common::spawn_toolstream(&args, Stdio::piped());
     // Live input: the whole run now, the collector in 10 s, end of input 3 s later.
     let mut stdin = child.stdin.take().unwrap();
     stdin.write_all(&input).unwrap();

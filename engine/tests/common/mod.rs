@@ -49,6 +49,18 @@ pub fn toolstream(args: &[&str], stdin: Option<&[u8]>) -> Run {
     toolstream_env(args, stdin, &[])
 }
 
+/// Start `toolstream <args>` with stdout and stderr piped and stdin as given (piped: the caller
+/// writes the live input; null: none).
+pub fn spawn_toolstream<S: AsRef<std::ffi::OsStr>>(args: &[S], stdin: Stdio) -> Child {
+    Command::new(env!("CARGO_BIN_EXE_toolstream"))
+        .args(args)
+        .stdin(stdin)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
 /// [`toolstream`] with extra environment variables.
 pub fn toolstream_env(args: &[&str], stdin: Option<&[u8]>, vars: &[(&str, &str)]) -> Run {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_toolstream"));

@@ -7,6 +7,7 @@ pub mod cli;
 pub mod clock;
 pub mod compact_stage;
 pub mod config;
+pub mod conversation;
 pub mod cursor_db;
 pub mod decode;
 pub mod pi_provider;

@@ -9,6 +9,7 @@ pub mod compact_stage;
 pub mod config;
 pub mod conversation;
 pub mod cursor_db;
+pub mod cursor_models;
 pub mod decode;
 pub mod pi_provider;
 pub mod pipeline;

@@ -5,6 +5,7 @@ mod config_cmd;
 pub mod cursor_db;
 mod hook;
 mod hooks_json;
+mod models;
 mod pi_provider;
 mod replay;
 mod stats;
@@ -59,6 +60,10 @@ pub enum Command {
     /// on stdout, driven by a JSON-lines request, pi's tool results and `abort` on stdin. See the
     /// README section "pi provider protocol".
     PiProvider(pi_provider::PiProviderArgs),
+    /// List the Cursor models to offer and their limits: cursor-agent's own listing (cached for a
+    /// day), else the ids in $TOOLSTREAM_CURSOR_MODELS; `auto` always. Limits come from the model
+    /// table (`schemas/models.json`, overridable with the `models_file` setting).
+    Models(models::ModelsArgs),
     /// Run a command and print its output compacted for a model (failures, error locations and
     /// counts kept; progress, passing tests and repeats dropped), exiting with its exit code.
     /// If compaction goes wrong, the raw output is printed instead.
@@ -115,15 +120,7 @@ impl InputArgs {
     }
 
     pub fn pipeline_options(&self, cfg: &Config) -> anyhow::Result<PipelineOptions> {
-        let mut usage = toolstream_actors::usage::UsageConfig::default();
-        if let Some(path) = &cfg.models_file.value {
-            let text = std::fs::read_to_string(path)
-                .map_err(|e| anyhow::anyhow!("cannot read the models file {}: {e}", path.display()))?;
-            usage
-                .models
-                .merge_json(&text)
-                .map_err(|e| anyhow::anyhow!("models file {} is not in the models.json format: {e}", path.display()))?;
-        }
+        let usage = toolstream_actors::usage::UsageConfig { models: model_table(cfg)? };
         Ok(PipelineOptions {
             strict: self.strict,
             format: self.format.format(),
@@ -259,6 +256,20 @@ impl std::fmt::Display for ByteSize {
     }
 }
 
+/// The model table: the built-in one (`schemas/models.json`), with the `models_file` setting's
+/// entries over it.
+pub fn model_table(cfg: &Config) -> anyhow::Result<toolstream_schemas::models::ModelTable> {
+    let mut table = toolstream_schemas::models::ModelTable::default();
+    if let Some(path) = &cfg.models_file.value {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| anyhow::anyhow!("cannot read the models file {}: {e}", path.display()))?;
+        table
+            .merge_json(&text)
+            .map_err(|e| anyhow::anyhow!("models file {} is not in the models.json format: {e}", path.display()))?;
+    }
+    Ok(table)
+}
+
 /// Run the parsed command; returns the process exit code.
 pub fn run(cli: Cli) -> anyhow::Result<i32> {
     match cli.command {
@@ -267,6 +278,7 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Config(args) => config_cmd::run(args),
         Command::Bench(args) => bench::run(args),
         Command::PiProvider(args) => pi_provider::run(args),
+        Command::Models(args) => models::run(args),
         Command::Wrap(args) => wrap::run(args),
         Command::Hook(args) => hook::run_hook(args),
         Command::Install(args) => hook::run_install(args),

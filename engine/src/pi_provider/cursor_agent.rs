@@ -46,12 +46,16 @@ pub struct AgentCommand {
     pub model: Option<String>,
     pub workspace: Option<PathBuf>,
     pub extra_args: Vec<String>,
+    /// `--resume <chat id>`: continue that Cursor chat.
+    pub resume: Option<String>,
+    /// `--mode <mode>` (`plan`, `ask`); none for Cursor's default agent mode.
+    pub mode: Option<&'static str>,
     pub prompt: String,
 }
 
 impl AgentCommand {
     /// The arguments, in order: print mode and stream-json with partial output, `--model`,
-    /// `--workspace`, the extra arguments, then the prompt.
+    /// `--workspace`, `--resume`, `--mode`, the extra arguments, then the prompt.
     pub fn args(&self) -> Vec<OsString> {
         let mut args: Vec<OsString> =
             ["-p", "--output-format", "stream-json", "--stream-partial-output"].iter().map(OsString::from).collect();
@@ -62,6 +66,13 @@ impl AgentCommand {
         if let Some(w) = &self.workspace {
             args.push("--workspace".into());
             args.push(w.into());
+        }
+        if let Some(chat) = self.resume.as_deref().filter(|c| !c.trim().is_empty()) {
+            args.push("--resume".into());
+            args.push(chat.into());
+        }
+        if let Some(mode) = self.mode {
+            args.push(format!("--mode={mode}").into());
         }
         args.extend(self.extra_args.iter().map(OsString::from));
         // A prompt that starts with `-` would be read as an option; a leading space is not.
@@ -408,6 +419,8 @@ mod tests {
             model: Some("auto".into()),
             workspace: Some("/w".into()),
             extra_args: vec!["--force".into()],
+            resume: Some("chat-1".into()),
+            mode: Some("ask"),
             prompt: "fix it".into(),
         };
         let args: Vec<String> = cmd.args().into_iter().map(|a| a.into_string().unwrap()).collect();
@@ -422,11 +435,22 @@ mod tests {
                 "auto",
                 "--workspace",
                 "/w",
+                "--resume",
+                "chat-1",
+                "--mode=ask",
                 "--force",
                 "fix it"
             ]
         );
-        let bare = AgentCommand { model: None, workspace: None, extra_args: vec![], prompt: "-v please".into(), ..cmd };
+        let bare = AgentCommand {
+            model: None,
+            workspace: None,
+            extra_args: vec![],
+            resume: None,
+            mode: None,
+            prompt: "-v please".into(),
+            ..cmd
+        };
         let args: Vec<String> = bare.args().into_iter().map(|a| a.into_string().unwrap()).collect();
         assert_eq!(args[4..], [" -v please"]);
     }

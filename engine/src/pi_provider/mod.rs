@@ -45,6 +45,7 @@ use toolstream_sinks::pi_events::failed_message_lines;
 use toolstream_sinks::Sink;
 
 use crate::config::Config;
+use crate::conversation;
 use crate::pipeline::{Canceller, Pipeline, PipelineError, PipelineOptions};
 use crate::sinks::{keeps_recorded, report_to_stderr, SinkContext, SinkPlan, SinkSpec};
 use crate::source::Source;
@@ -218,13 +219,35 @@ fn open_source(request: &Request, agent_bin: Option<PathBuf>) -> Result<Opened, 
             Err(e) => Err((format!("cannot read the recording {}: {e}", path.display()), 1)),
         },
         SourceSpec::CursorAgent { args } => {
-            let prompt = protocol::last_user_text(&request.context.messages)
+            let (history, text) = conversation::pi::split_request(&request.context.messages)
                 .ok_or(("the request holds no user message to send to cursor-agent".to_owned(), 2))?;
+            let resume = request.resume.clone().filter(|c| !c.trim().is_empty());
+            // A resumed chat has the earlier turns already; otherwise they travel in the prompt.
+            let prompt = if resume.is_some() {
+                text
+            } else {
+                let flat = conversation::flatten(&history, &text, conversation::Budget::default());
+                if flat.cut_turns > 0 {
+                    tracing::warn!(
+                        cut = flat.cut_turns,
+                        kept = flat.kept_turns,
+                        "the oldest turns of the conversation did not fit in the prompt"
+                    );
+                }
+                tracing::debug!(
+                    turns = flat.kept_turns,
+                    bytes = flat.prompt.len(),
+                    "earlier conversation flattened into the prompt"
+                );
+                flat.prompt
+            };
             let cmd = AgentCommand {
                 bin: cursor_agent::agent_bin(agent_bin.as_deref()),
                 model: request.model.clone(),
                 workspace: request.cwd.clone(),
                 extra_args: args.clone(),
+                resume,
+                mode: request.mode.and_then(protocol::CursorMode::agent_option),
                 prompt,
             };
             let (source, process) = cursor_agent::spawn(&cmd).map_err(|m| (m, 1))?;

@@ -33,10 +33,38 @@ pub struct Request {
     #[serde(default)]
     pub cwd: Option<PathBuf>,
     pub source: SourceSpec,
+    /// The Cursor chat to continue (`cursor-agent --resume`): the extension names it when pi's
+    /// conversation is that chat so far, and then only the new prompt is sent. Without it the
+    /// earlier turns of `context` are flattened into the prompt (`crate::conversation`).
+    #[serde(default)]
+    pub resume: Option<String>,
+    /// Cursor's mode for this prompt (`cursor-agent --mode`); `agent` is Cursor's default.
+    #[serde(default)]
+    pub mode: Option<CursorMode>,
 }
 
-/// pi-ai `Context`. Only the last user message is used (Cursor runs one prompt at a time); the
-/// rest is accepted so the request is pi's context as it is.
+/// Cursor's modes (`/cursor-mode` in pi).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CursorMode {
+    Agent,
+    Plan,
+    Ask,
+}
+
+impl CursorMode {
+    /// The value of `cursor-agent --mode`, `None` for the default mode (the option is left out).
+    pub fn agent_option(self) -> Option<&'static str> {
+        match self {
+            CursorMode::Agent => None,
+            CursorMode::Plan => Some("plan"),
+            CursorMode::Ask => Some("ask"),
+        }
+    }
+}
+
+/// pi-ai `Context`: the last user message is the prompt; the messages before it are the earlier
+/// conversation, sent along when the run cannot resume a Cursor chat.
 #[derive(Debug, Deserialize)]
 pub struct Context {
     #[serde(default)]
@@ -77,28 +105,10 @@ pub struct ToolResultIn {
     pub is_error: bool,
 }
 
-/// The text of the last user message: its string content, or its text blocks joined by newlines
-/// (images are left out). `None` when there is no user message or it has no text.
-pub fn last_user_text(messages: &[Value]) -> Option<String> {
-    let m = messages.iter().rev().find(|m| m["role"] == "user")?;
-    let text = match &m["content"] {
-        Value::String(s) => s.clone(),
-        Value::Array(blocks) => blocks
-            .iter()
-            .filter(|b| b["type"] == "text")
-            .filter_map(|b| b["text"].as_str())
-            .collect::<Vec<_>>()
-            .join("\n"),
-        _ => String::new(),
-    };
-    (!text.trim().is_empty()).then_some(text)
-}
-
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used, clippy::panic)]
     use super::*;
-    use serde_json::json;
 
     #[test]
     fn parses_every_line_kind() {
@@ -129,25 +139,17 @@ mod tests {
             other => panic!("{other:?}"),
         }
         assert!(matches!(InLine::parse(r#"{"type":"abort"}"#).unwrap(), InLine::Abort));
+        let resumed =
+            r#"{"type":"request","context":{},"source":{"kind":"cursor-agent"},"resume":"c-1","mode":"plan"}"#;
+        match InLine::parse(resumed).unwrap() {
+            InLine::Request(r) => assert_eq!((r.resume.as_deref(), r.mode), (Some("c-1"), Some(CursorMode::Plan))),
+            other => panic!("{other:?}"),
+        }
+        assert!(InLine::parse(
+            r#"{"type":"request","context":{},"source":{"kind":"replay","path":"x"},"mode":"yolo"}"#
+        )
+        .is_err());
         assert!(InLine::parse(r#"{"type":"nope"}"#).is_err());
         assert!(InLine::parse(r#"{"type":"request","context":{}}"#).unwrap_err().contains("source"));
-    }
-
-    #[test]
-    fn the_prompt_is_the_last_user_message() {
-        let messages = vec![
-            json!({"role": "user", "content": "first", "timestamp": 1}),
-            json!({"role": "assistant", "content": [{"type": "text", "text": "answer"}]}),
-            json!({"role": "user", "content": [
-                {"type": "text", "text": "fix"},
-                {"type": "image", "data": "…", "mimeType": "image/png"},
-                {"type": "text", "text": "the test"}
-            ]}),
-            json!({"role": "toolResult", "toolCallId": "t", "content": []}),
-        ];
-        assert_eq!(last_user_text(&messages).as_deref(), Some("fix\nthe test"));
-        assert_eq!(last_user_text(&messages[..1]).as_deref(), Some("first"));
-        assert_eq!(last_user_text(&[json!({"role": "user", "content": "  "})]), None);
-        assert_eq!(last_user_text(&[]), None);
     }
 }

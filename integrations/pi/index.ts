@@ -11,23 +11,42 @@
  * target/release, then target/debug build. $TOOLSTREAM_PI_SINKS (comma- or space-separated sink
  * specs, e.g. `otlp=http://127.0.0.1:4318`) exports each Cursor run there too (see provider.ts).
  *
- * Models: `auto` plus any ids listed in $TOOLSTREAM_CURSOR_MODELS (comma-separated); pi also
- * accepts any other `--model <id>` for this provider as a custom id. The id is passed to
- * `cursor-agent --model`. Each model's context window and most output tokens come from the
- * engine's table of known Cursor models (`schemas/models.json`, see models.ts).
+ * Models: `toolstream models --json` — cursor-agent's own listing (cached for a day), else the
+ * ids in $TOOLSTREAM_CURSOR_MODELS (comma-separated); `auto` always; each with the context window
+ * and most output tokens of the engine's model table (`schemas/models.json`, see models.ts). pi
+ * also accepts any other `--model <id>` for this provider as a custom id. The id is passed to
+ * `cursor-agent --model`.
+ *
+ * Conversations continue: a later prompt resumes the Cursor chat (`cursor-agent --resume`) when
+ * pi's conversation is that chat, and carries the earlier conversation otherwise (chat.ts).
+ * Commands: `/cursor-mode agent|plan|ask` (Cursor's mode for the following prompts, kept in the
+ * session), `/cursor-status`.
  */
 
-import type { ExtensionAPI } from "@mariozechner/pi-coding-agent";
-import { modelLimits } from "./models.js";
-import { API, PROVIDER, setCwd, stopActiveRun, streamCursor } from "./provider.js";
+import type { ExtensionAPI, ExtensionContext } from "@mariozechner/pi-coding-agent";
+import { cursorModels } from "./models.js";
+import {
+	API,
+	CURSOR_MODES,
+	type CursorMode,
+	getMode,
+	PROVIDER,
+	resetSession,
+	setCwd,
+	setMode,
+	setReporter,
+	setSession,
+	statusLine,
+	stopActiveRun,
+	streamCursor,
+} from "./provider.js";
 import { REPLAY_TOOL_NAMES, registerReplayTools } from "./replay-tools.js";
 
-function modelIds(): string[] {
-	const extra = (process.env.TOOLSTREAM_CURSOR_MODELS ?? "")
-		.split(",")
-		.map((s) => s.trim())
-		.filter(Boolean);
-	return [...new Set(["auto", ...extra])];
+/** The session entry that keeps the chosen Cursor mode (`/cursor-mode`). */
+const MODE_ENTRY = "toolstream-cursor-mode";
+
+function isMode(value: unknown): value is CursorMode {
+	return typeof value === "string" && (CURSOR_MODES as readonly string[]).includes(value);
 }
 
 export default function (pi: ExtensionAPI) {
@@ -37,26 +56,72 @@ export default function (pi: ExtensionAPI) {
 		baseUrl: "https://cursor.com",
 		apiKey: "CURSOR_API_KEY",
 		api: API,
-		models: modelIds().map((id) => ({
-			id,
-			name: id === "auto" ? "Cursor (auto)" : `Cursor ${id}`,
+		models: cursorModels().map((m) => ({
+			id: m.id,
+			name: m.id === "auto" ? m.name : `Cursor ${m.name}`,
 			reasoning: false,
 			input: ["text"],
 			cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 },
 			// The limits the engine checks usage against (schemas/models.json).
-			...modelLimits(id),
+			contextWindow: m.contextWindow,
+			maxTokens: m.maxTokens,
 		})),
 		streamSimple: streamCursor,
 	});
 
 	registerReplayTools(pi);
 
-	pi.on("session_start", (_event, ctx) => {
-		setCwd(ctx.cwd);
+	pi.registerCommand("cursor-mode", {
+		description: "Cursor's mode for the following prompts: agent (default), plan or ask",
+		getArgumentCompletions: (prefix) =>
+			CURSOR_MODES.filter((m) => m.startsWith(prefix.trim())).map((m) => ({ value: m, label: m })),
+		handler: async (args, ctx) => {
+			const mode = args.trim();
+			if (!mode) {
+				ctx.ui.notify(`Cursor mode: ${getMode()}`, "info");
+				return;
+			}
+			if (!isMode(mode)) {
+				ctx.ui.notify(`Unknown Cursor mode "${mode}": use agent, plan or ask`, "error");
+				return;
+			}
+			setMode(mode);
+			pi.appendEntry(MODE_ENTRY, { mode });
+			ctx.ui.notify(`Cursor mode: ${mode}`, "info");
+		},
 	});
 
-	pi.on("before_agent_start", (_event, ctx) => {
+	pi.registerCommand("cursor-status", {
+		description: "What the Cursor provider holds: mode, run, recorded results",
+		handler: async (_args, ctx) => {
+			ctx.ui.notify(statusLine(), "info");
+		},
+	});
+
+	const track = (ctx: ExtensionContext) => {
 		setCwd(ctx.cwd);
+		setSession(ctx.sessionManager);
+		if (ctx.hasUI) setReporter((message) => ctx.ui.notify(message, "warning"));
+	};
+
+	pi.on("session_start", (_event, ctx) => {
+		// A new, resumed or forked session: nothing of the previous one carries over; the mode
+		// is the one this session last chose.
+		resetSession();
+		track(ctx);
+		let mode: CursorMode = "agent";
+		for (const e of ctx.sessionManager.getBranch()) {
+			if (e.type === "custom" && e.customType === MODE_ENTRY && isMode((e.data as { mode?: unknown })?.mode)) {
+				mode = (e.data as { mode: CursorMode }).mode;
+			}
+		}
+		setMode(mode);
+	});
+
+	pi.on("session_tree", (_event, ctx) => track(ctx));
+
+	pi.on("before_agent_start", (_event, ctx) => {
+		track(ctx);
 		// Replayed calls need their tools active (pi answers a call to an inactive tool with
 		// "not found"); pi activates extension tools at startup, this keeps them so for Cursor.
 		if (ctx.model?.provider === PROVIDER) {
@@ -69,5 +134,5 @@ export default function (pi: ExtensionAPI) {
 
 	// A run ends with pi's agent loop: whatever toolstream child is left is stopped.
 	pi.on("agent_end", () => stopActiveRun());
-	pi.on("session_shutdown", () => stopActiveRun());
+	pi.on("session_shutdown", () => resetSession());
 }

@@ -1,58 +1,54 @@
 /**
- * Known Cursor models and their limits, read from the table the engine uses for its usage sanity
- * check (`schemas/models.json`, SPEC §6c), so that pi and toolstream agree on each model's context
- * window and most output tokens. Ids are compared as the engine compares them
- * (`schemas/src/models.rs` `normalize_model_id`): case, a `cursor/` prefix, a `:fast`/`:slow`
- * suffix, and `.`, `_` or spaces versus `-` do not matter; an `@<context>` qualifier the table
- * does not list falls back to the model's own entry; unknown models get the table's default.
+ * The Cursor models the provider offers, as toolstream lists them (`toolstream models --json`):
+ * cursor-agent's own listing (cached for a day by toolstream), else the ids in
+ * $TOOLSTREAM_CURSOR_MODELS; `auto` always. Each comes with the context window and most output
+ * tokens of the engine's model table (`schemas/models.json`, overridable with toolstream's
+ * `models_file` setting), the same limits the engine checks usage against: one table, read in one
+ * place.
  */
 
-import fs from "node:fs";
-import path from "node:path";
-import { extensionDir } from "./provider.js";
+import { execFileSync } from "node:child_process";
+import { findToolstream } from "./provider.js";
 
-export interface ModelLimits {
+export interface CursorModel {
+	id: string;
+	name: string;
 	contextWindow: number;
 	maxTokens: number;
 }
 
-interface ModelTable {
-	default: ModelLimits;
-	models: Record<string, ModelLimits>;
+/** What a model counts as when toolstream cannot be asked (the table's default, SPEC §6c). */
+const UNKNOWN = { contextWindow: 200_000, maxTokens: 64_000 };
+/** How long listing may take (toolstream asks cursor-agent at most once a day). */
+const LIST_TIMEOUT_MS = 15_000;
+
+function isModel(m: unknown): m is CursorModel {
+	const v = m as CursorModel;
+	return typeof v?.id === "string" && typeof v.name === "string" && Number.isFinite(v.contextWindow) && Number.isFinite(v.maxTokens);
 }
 
-/** What an unknown model counts as when the table cannot be read (SPEC §6c). */
-const UNKNOWN: ModelLimits = { contextWindow: 200_000, maxTokens: 64_000 };
-
-export function normalizeModelId(id: string): string {
-	let s = id.trim().toLowerCase();
-	if (s.startsWith("cursor/")) s = s.slice("cursor/".length);
-	s = s.replace(/:(fast|slow)$/, "");
-	return s
-		.split(/\s+/)
-		.filter(Boolean)
-		.join("-")
-		.replace(/[._]/g, "-");
-}
-
-function loadTable(): ModelTable {
-	try {
-		const file = path.resolve(extensionDir(), "..", "..", "schemas", "models.json");
-		const raw = JSON.parse(fs.readFileSync(file, "utf8")) as Partial<ModelTable>;
-		const models: Record<string, ModelLimits> = {};
-		for (const [id, limits] of Object.entries(raw.models ?? {})) models[normalizeModelId(id)] = limits;
-		return { default: raw.default ?? UNKNOWN, models };
-	} catch {
-		return { default: UNKNOWN, models: {} };
+/**
+ * The models to register. When toolstream is missing or fails, `auto` and the environment's ids
+ * with the default limits (the provider then reports the missing binary on the first prompt).
+ */
+export function cursorModels(): CursorModel[] {
+	const bin = findToolstream();
+	if (bin) {
+		try {
+			const out = execFileSync(bin, ["models", "--json"], {
+				encoding: "utf8",
+				timeout: LIST_TIMEOUT_MS,
+				stdio: ["ignore", "pipe", "ignore"],
+			});
+			const models = JSON.parse(out) as unknown;
+			if (Array.isArray(models) && models.length > 0 && models.every(isModel)) return models;
+		} catch {
+			// Fall through to the environment.
+		}
 	}
-}
-
-const table = loadTable();
-
-/** The limits of a Cursor model id. */
-export function modelLimits(id: string | undefined): ModelLimits {
-	const key = id ? normalizeModelId(id) : "";
-	if (!key) return table.default;
-	const base = key.split("@")[0] ?? key;
-	return table.models[key] ?? table.models[base] ?? table.default;
+	const ids = (process.env.TOOLSTREAM_CURSOR_MODELS ?? "")
+		.split(",")
+		.map((s) => s.trim())
+		.filter((s) => s && s !== "auto");
+	return ["auto", ...new Set(ids)].map((id) => ({ id, name: id === "auto" ? "Cursor (auto)" : id, ...UNKNOWN }));
 }

@@ -20,6 +20,7 @@ import { type ChildProcessWithoutNullStreams, spawn } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import { chatToResume, type SessionView } from "./chat.js";
 import {
 	type Api,
 	type AssistantMessage,
@@ -39,8 +40,35 @@ export const REPLAY_PREFIX = "cursor-replay-";
 /** The error message of an aborted run's message (SPEC §5.4; the engine's `CANCELLED_MESSAGE`). */
 export const CANCELLED_MESSAGE = "Cancelled: Cursor run was cancelled.";
 
-/** Recorded results of replay tool calls, by tool call id (filled from `tool_results` lines). */
+/**
+ * Recorded results of replay tool calls, by tool call id (filled from `tool_results` lines; an
+ * entry is taken when pi has run its call, and whatever is left goes when the run ends or the
+ * session changes).
+ */
 export const recordedResults = new Map<string, ToolResultMessage>();
+
+/** Cursor's modes, passed as `cursor-agent --mode` (`agent` is Cursor's default). */
+export const CURSOR_MODES = ["agent", "plan", "ask"] as const;
+export type CursorMode = (typeof CURSOR_MODES)[number];
+let currentMode: CursorMode = "agent";
+export function setMode(mode: CursorMode): void {
+	currentMode = mode;
+}
+export function getMode(): CursorMode {
+	return currentMode;
+}
+
+/** pi's session (kept up to date by the extension's event handlers): where chat ids are looked up. */
+let currentSession: SessionView | undefined;
+export function setSession(session: SessionView | undefined): void {
+	currentSession = session;
+}
+
+/** How the extension reports something the user should know (pi's UI when there is one). */
+let reporter: (message: string) => void = (message) => process.stderr.write(`[toolstream] ${message}\n`);
+export function setReporter(report: (message: string) => void): void {
+	reporter = report;
+}
 
 export function isReplayId(id: string): boolean {
 	return id.startsWith(REPLAY_PREFIX);
@@ -177,6 +205,10 @@ class ProviderChild {
 	/** The run's last message was delivered (or it failed): no continuation. */
 	finished = false;
 	dead = false;
+	/** The Cursor chat of this run, from toolstream's `chat` line; set on each of its messages. */
+	chatId: string | undefined;
+	/** Output lines that were not protocol JSON (reported once, counted). */
+	malformed = 0;
 
 	constructor(bin: string, cwd: string) {
 		this.proc = spawn(bin, ["pi-provider", ...sinkArgs()], {
@@ -253,9 +285,23 @@ let active: ProviderChild | undefined;
 export function stopActiveRun(): void {
 	const child = active;
 	active = undefined;
+	// Recorded results of a run that is over are never asked for again.
+	recordedResults.clear();
 	if (!child || child.dead) return;
 	if (child.finished) child.release();
 	else child.kill();
+}
+
+/** Forget everything of the current session (pi switched, forked or started a new one). */
+export function resetSession(): void {
+	stopActiveRun();
+	lastPrompt = undefined;
+}
+
+/** What `/cursor-status` shows: the mode and how much state the extension holds. */
+export function statusLine(): string {
+	const run = active ? (active.finished ? "finished" : "running") : "none";
+	return `mode ${currentMode}; run ${run}; recorded results ${recordedResults.size}; pending calls ${active?.pending.length ?? 0}`;
 }
 
 process.once("exit", () => stopActiveRun());
@@ -276,8 +322,11 @@ function continuesActiveRun(context: Context): boolean {
 	return active.pending.every((id) => answered.has(id));
 }
 
-/** Prompts that already started a Cursor run in this pi process. */
-const startedPrompts = new Set<string>();
+/**
+ * The prompt that last started a Cursor run: pi retries a failed message by calling the provider
+ * again with the same context, and that must not run the prompt a second time.
+ */
+let lastPrompt: string | undefined;
 
 /** The last user message of a context (its time and content identify the prompt). */
 function promptKey(context: Context): string | undefined {
@@ -316,6 +365,11 @@ function exitText(exit: { code: number | null; signal: NodeJS.Signals | null; er
 
 // biome-ignore lint/suspicious/noExplicitAny: wire lines are untyped JSON.
 type WireLine = Record<string, any>;
+
+/** `message` marked with its run's Cursor chat (see chat.ts), so a later prompt can resume it. */
+function withChat(message: AssistantMessage, child: ProviderChild): AssistantMessage {
+	return child.chatId ? { ...message, responseId: child.chatId } : message;
+}
 
 /** pi's `streamSimple` for provider `cursor`. */
 export function streamCursor(model: Model<Api>, context: Context, options?: SimpleStreamOptions): AssistantMessageEventStream {
@@ -374,7 +428,7 @@ async function deliverOneMessage(
 		// that would run the prompt again, and its tools (edits, commands) may already have acted.
 		// A prompt starts at most one run; the user re-sending it is a new prompt.
 		const prompt = promptKey(context);
-		if (prompt !== undefined && startedPrompts.has(prompt)) {
+		if (prompt !== undefined && prompt === lastPrompt) {
 			fail(
 				"error",
 				"Cursor run not started again for the same prompt: Cursor may already have acted on it " +
@@ -382,7 +436,7 @@ async function deliverOneMessage(
 			);
 			return;
 		}
-		if (prompt !== undefined) startedPrompts.add(prompt);
+		if (prompt !== undefined) lastPrompt = prompt;
 		stopActiveRun();
 		const bin = findToolstream();
 		if (!bin) {
@@ -404,6 +458,9 @@ async function deliverOneMessage(
 				tools: (context.tools ?? []).map((t) => ({ name: t.name, description: t.description, parameters: t.parameters })),
 			},
 			source: sourceSpec(currentCwd),
+			// Continue the Cursor chat this conversation is, or send the conversation along.
+			resume: chatToResume(context, model.id, PROVIDER, currentSession),
+			mode: currentMode,
 		});
 	}
 
@@ -433,11 +490,18 @@ async function deliverOneMessage(
 			try {
 				ev = JSON.parse(text);
 			} catch {
+				child.malformed++;
+				if (child.malformed === 1) {
+					reporter(`toolstream pi-provider sent a line that is not JSON (ignored): ${text.slice(0, 200)}`);
+				}
 				continue;
 			}
 			const i: number = ev.contentIndex;
 			const block = output.content[i] as WireLine | undefined;
 			switch (ev.type) {
+				case "chat":
+					if (typeof ev.chatId === "string" && ev.chatId) child.chatId = ev.chatId;
+					break;
 				case "start":
 					output = ev.partial as AssistantMessage;
 					started = true;
@@ -493,21 +557,23 @@ async function deliverOneMessage(
 						heldDone = ev;
 					} else {
 						child.finished = true;
-						finish({ type: "done", reason: ev.reason, message: ev.message });
+						finish({ type: "done", reason: ev.reason, message: withChat(ev.message, child) });
 					}
 					break;
 				case "error":
 					child.finished = true;
-					finish({ type: "error", reason: ev.reason, error: ev.error });
+					finish({ type: "error", reason: ev.reason, error: withChat(ev.error, child) });
 					break;
 				case "tool_results": {
 					const results = (ev.results ?? []) as ToolResultMessage[];
 					for (const r of results) recordedResults.set(r.toolCallId, r);
 					child.pending = results.map((r) => r.toolCallId);
-					if (heldDone) finish({ type: "done", reason: "toolUse", message: heldDone.message });
+					if (heldDone) finish({ type: "done", reason: "toolUse", message: withChat(heldDone.message, child) });
 					break;
 				}
 				default:
+					child.malformed++;
+					if (child.malformed === 1) reporter(`toolstream pi-provider sent an unknown line (ignored): ${text.slice(0, 200)}`);
 					break;
 			}
 		}

@@ -175,11 +175,13 @@ export function registerReplayTools(pi: ExtensionAPI): void {
 		},
 	});
 
-	// Keep the recorded result (content, details and error flag) for every replay call.
+	// Keep the recorded result (content, details and error flag) for every replay call; the
+	// call has run, so its recorded result is not needed any more.
 	pi.on("tool_result", (event) => {
 		if (!isReplayId(event.toolCallId)) return undefined;
 		const r = recordedResults.get(event.toolCallId);
 		if (!r) return undefined;
+		recordedResults.delete(event.toolCallId);
 		return { content: r.content, details: r.details, isError: r.isError };
 	});
 }

@@ -1,0 +1,340 @@
+//! Conversations that continue, with real pi, the extension in `integrations/pi` and a stand-in
+//! `cursor-agent` (a script that prints a recorded stream-json run and logs how it was called):
+//! a second prompt resumes the first prompt's Cursor chat (print mode with `-c`, and RPC mode);
+//! after a new session it does not; in a fork the earlier conversation travels in the prompt;
+//! `/cursor-mode` reaches cursor-agent; the model list comes from cursor-agent's listing; the
+//! extension holds nothing of a run once it ended.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{ChildStdin, Command, Stdio};
+use std::sync::mpsc::{self, Receiver};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+const PI_TIMEOUT: Duration = Duration::from_secs(40);
+/// The Cursor chat of `examples/demo.jsonl` (its `system/init` `session_id`).
+const DEMO_CHAT: &str = "5f1c2a9e-7b3d-4e21-9c8a-2d6f0e4b1a77";
+/// What the engine puts in front of a flattened history (`toolstream::conversation`).
+const HISTORY_HEADER: &str = toolstream::conversation::HISTORY_HEADER;
+const REQUEST_HEADER: &str = toolstream::conversation::REQUEST_HEADER;
+
+fn extension() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../integrations/pi").canonicalize().unwrap()
+}
+
+/// The stand-in: `--list-models` prints `$FAKE_MODELS` (or fails without it); any other call
+/// appends its arguments (NUL-separated) as the next file of `$FAKE_CALLS` and prints `$FAKE_STREAM`.
+fn stand_in(dir: &Path) -> PathBuf {
+    let path = dir.join("cursor-agent");
+    std::fs::write(
+        &path,
+        "#!/bin/sh\n\
+         if [ \"$1\" = \"--list-models\" ]; then\n\
+           [ -n \"$FAKE_MODELS\" ] || { echo 'unknown option --list-models' >&2; exit 1; }\n\
+           printf '%s\\n' \"$FAKE_MODELS\"; exit 0\n\
+         fi\n\
+         mkdir -p \"$FAKE_CALLS\"\n\
+         n=$(ls \"$FAKE_CALLS\" | wc -l)\n\
+         printf '%s\\0' \"$@\" > \"$FAKE_CALLS/call-$n.tmp\" && mv \"$FAKE_CALLS/call-$n.tmp\" \"$FAKE_CALLS/call-$n\"\n\
+         cat \"$FAKE_STREAM\"\n",
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    path
+}
+
+/// The arguments of each cursor-agent call so far, in order.
+fn calls(dir: &Path) -> Vec<Vec<String>> {
+    let mut out = Vec::new();
+    for n in 0.. {
+        let Ok(bytes) = std::fs::read(dir.join(format!("call-{n}"))) else { break };
+        let text = String::from_utf8(bytes).unwrap();
+        out.push(text.split('\0').filter(|s| !s.is_empty()).map(str::to_owned).collect());
+    }
+    out
+}
+
+fn option<'a>(args: &'a [String], name: &str) -> Option<&'a str> {
+    args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).map(String::as_str)
+}
+
+struct Home {
+    dir: PathBuf,
+}
+
+impl Home {
+    fn new() -> Home {
+        let dir = common::tempdir();
+        std::fs::create_dir_all(dir.join("agent")).unwrap();
+        std::fs::create_dir_all(dir.join("work")).unwrap();
+        std::fs::write(dir.join("agent/settings.json"), r#"{"retry":{"enabled":false}}"#).unwrap();
+        stand_in(&dir);
+        Home { dir }
+    }
+
+    fn calls_dir(&self) -> PathBuf {
+        self.dir.join("calls")
+    }
+
+    fn pi(&self, pi: &Path) -> Command {
+        let mut cmd = Command::new(pi);
+        cmd.current_dir(self.dir.join("work"))
+            .env("PI_CODING_AGENT_DIR", self.dir.join("agent"))
+            .env("PI_OFFLINE", "1")
+            .env("HOME", &self.dir)
+            .env_remove("XDG_CACHE_HOME")
+            .env("TOOLSTREAM_BIN", env!("CARGO_BIN_EXE_toolstream"))
+            .env("TOOLSTREAM_CURSOR_AGENT", self.dir.join("cursor-agent"))
+            .env("FAKE_CALLS", self.calls_dir())
+            .env("FAKE_STREAM", common::example("demo.jsonl"))
+            .env_remove("PI_CODING_AGENT_SESSION_DIR")
+            .env_remove("TOOLSTREAM_CURSOR_REPLAY")
+            .env_remove("TOOLSTREAM_CURSOR_MODELS")
+            .env_remove("CURSOR_API_KEY")
+            .args(["--no-extensions", "-e"])
+            .arg(extension())
+            .args(["--provider", "cursor", "--model", "auto"]);
+        cmd
+    }
+}
+
+impl Drop for Home {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// pi in print mode, JSON events; its last assistant message.
+fn print_mode(mut cmd: Command, extra: &[&str], prompt: &str) -> Value {
+    cmd.args(extra).args(["--mode", "json", "-p", prompt]);
+    let done = common::run_with_timeout(&mut cmd, None, PI_TIMEOUT).unwrap();
+    assert_eq!(done.code, Some(0), "pi failed: {}", done.stderr);
+    let events: Vec<Value> =
+        done.stdout.lines().filter(|l| !l.trim().is_empty()).map(|l| serde_json::from_str(l).unwrap()).collect();
+    let end = events.iter().rev().find(|e| e["type"] == "agent_end").expect("an agent_end");
+    end["messages"].as_array().unwrap().last().unwrap().clone()
+}
+
+/// pi in RPC mode.
+struct Rpc {
+    child: std::process::Child,
+    stdin: ChildStdin,
+    events: Receiver<Value>,
+    /// Events read while waiting for another one, in order.
+    seen: std::collections::VecDeque<Value>,
+}
+
+impl Rpc {
+    fn start(mut cmd: Command) -> Rpc {
+        cmd.args(["--mode", "rpc"]).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::null());
+        let mut child = cmd.spawn().unwrap();
+        let stdin = child.stdin.take().unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let (tx, events) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).split(b'\n') {
+                let Ok(line) = line else { break };
+                let Ok(v) = serde_json::from_slice::<Value>(&line) else { continue };
+                if tx.send(v).is_err() {
+                    break;
+                }
+            }
+        });
+        Rpc { child, stdin, events, seen: Default::default() }
+    }
+
+    fn send(&mut self, v: Value) {
+        writeln!(self.stdin, "{v}").unwrap();
+        self.stdin.flush().unwrap();
+    }
+
+    /// The first event, seen or to come, that `what` accepts; events before it are dropped,
+    /// events read past it are kept for the next wait.
+    fn until(&mut self, what: impl Fn(&Value) -> bool) -> Value {
+        if let Some(i) = self.seen.iter().position(&what) {
+            self.seen.drain(..i);
+            return self.seen.pop_front().unwrap();
+        }
+        self.seen.clear();
+        let deadline = Instant::now() + PI_TIMEOUT;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let e = self.events.recv_timeout(left).expect("pi answered in time");
+            if what(&e) {
+                return e;
+            }
+        }
+    }
+
+    /// Like `until`, but the events read past are kept whether or not they matched.
+    fn find(&mut self, what: impl Fn(&Value) -> bool) -> Value {
+        if let Some(i) = self.seen.iter().position(&what) {
+            return self.seen.remove(i).unwrap();
+        }
+        let deadline = Instant::now() + PI_TIMEOUT;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let e = self.events.recv_timeout(left).expect("pi answered in time");
+            if what(&e) {
+                return e;
+            }
+            self.seen.push_back(e);
+        }
+    }
+
+    /// A command and its response.
+    fn call(&mut self, id: &str, mut command: Value) -> Value {
+        command["id"] = json!(id);
+        self.send(command);
+        let r = self.find(|e| e["type"] == "response" && e["id"] == id);
+        assert_eq!(r["success"], true, "{r}");
+        r
+    }
+
+    /// A prompt, run to its end; the last message.
+    fn prompt(&mut self, id: &str, text: &str) -> Value {
+        self.call(id, json!({"type": "prompt", "message": text}));
+        let end = self.until(|e| e["type"] == "agent_end");
+        end["messages"].as_array().unwrap().last().unwrap().clone()
+    }
+
+    /// A slash command whose answer is a notification; its text.
+    fn notification(&mut self, id: &str, command: &str) -> String {
+        self.call(id, json!({"type": "prompt", "message": command}));
+        let n = self.find(|e| e["type"] == "extension_ui_request" && e["method"] == "notify");
+        n["message"].as_str().unwrap().to_owned()
+    }
+}
+
+impl Drop for Rpc {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn stopped(message: &Value) {
+    assert_eq!(
+        (message["role"].as_str(), message["stopReason"].as_str()),
+        (Some("assistant"), Some("stop")),
+        "{message}"
+    );
+}
+
+#[test]
+fn print_mode_continue_resumes_the_cursor_chat() {
+    let Some(pi) = common::pi_bin() else { return };
+    let home = Home::new();
+    let first = print_mode(home.pi(&pi), &[], "fix the rounding bug");
+    stopped(&first);
+    assert_eq!(first["responseId"], DEMO_CHAT, "the run's messages carry its Cursor chat");
+    let second = print_mode(home.pi(&pi), &["-c"], "now explain the fix — in one line");
+    stopped(&second);
+    let calls = calls(&home.calls_dir());
+    assert_eq!(calls.len(), 2, "{calls:?}");
+    assert_eq!(option(&calls[0], "--resume"), None);
+    assert_eq!(calls[0].last().unwrap(), "fix the rounding bug");
+    assert_eq!(option(&calls[1], "--resume"), Some(DEMO_CHAT));
+    assert_eq!(calls[1].last().unwrap(), "now explain the fix — in one line", "the user's text, unchanged");
+}
+
+#[test]
+fn rpc_resumes_then_starts_anew_after_new_session_and_flattens_in_a_fork() {
+    let Some(pi) = common::pi_bin() else { return };
+    let home = Home::new();
+    let mut rpc = Rpc::start(home.pi(&pi));
+    stopped(&rpc.prompt("p1", "fix the rounding bug"));
+    stopped(&rpc.prompt("p2", "and add a test"));
+    // Nothing of a finished run stays in the extension.
+    let status = rpc.notification("s1", "/cursor-status");
+    assert!(status.contains("recorded results 0; pending calls 0"), "{status}");
+
+    // A fork from the second prompt: the conversation up to the first run, in a new session.
+    let forks = rpc.call("f", json!({"type": "get_fork_messages"}));
+    let second =
+        forks["data"]["messages"].as_array().unwrap().iter().find(|m| m["text"] == "and add a test").unwrap().clone();
+    rpc.call("fork", json!({"type": "fork", "entryId": second["entryId"]}));
+    stopped(&rpc.prompt("p3", "use integer cents instead"));
+
+    // A new session: nothing carries over; and Cursor's mode reaches cursor-agent.
+    rpc.call("n", json!({"type": "new_session"}));
+    let mode = rpc.notification("m", "/cursor-mode plan");
+    assert_eq!(mode, "Cursor mode: plan");
+    stopped(&rpc.prompt("p4", "start over"));
+
+    let calls = calls(&home.calls_dir());
+    assert_eq!(calls.len(), 4, "{calls:?}");
+    assert_eq!(option(&calls[0], "--resume"), None);
+    assert_eq!(option(&calls[1], "--resume"), Some(DEMO_CHAT), "{:?}", calls[1]);
+    assert_eq!(calls[1].last().unwrap(), "and add a test");
+    // The fork: no resume; the first exchange travels in the prompt, the new text last.
+    assert_eq!(option(&calls[2], "--resume"), None, "{:?}", calls[2]);
+    let prompt = calls[2].last().unwrap();
+    assert!(prompt.starts_with(HISTORY_HEADER), "{prompt}");
+    assert!(prompt.contains("[user]\nfix the rounding bug\n"), "{prompt}");
+    assert!(prompt.contains("[assistant]\n"), "{prompt}");
+    assert!(!prompt.contains("and add a test"), "the abandoned branch is not history: {prompt}");
+    assert!(prompt.ends_with(&format!("{REQUEST_HEADER}\nuse integer cents instead")), "{prompt}");
+    // After the new session: the prompt alone, in plan mode.
+    assert_eq!(option(&calls[3], "--resume"), None);
+    assert_eq!(calls[3].last().unwrap(), "start over");
+    assert!(calls[3].iter().any(|a| a == "--mode=plan"), "{:?}", calls[3]);
+    assert!(!calls[0].iter().any(|a| a.starts_with("--mode")), "agent mode is cursor-agent's default: {:?}", calls[0]);
+}
+
+#[test]
+fn the_model_list_comes_from_cursor_agents_listing() {
+    let Some(pi) = common::pi_bin() else { return };
+    let home = Home::new();
+    let mut cmd = home.pi(&pi);
+    cmd.env("FAKE_MODELS", "Available models\n\nauto - Auto (current)\ncomposer-2 - Composer 2\ngpt-5 - GPT-5\n");
+    let mut rpc = Rpc::start(cmd);
+    let models = rpc.call("m", json!({"type": "get_available_models"}));
+    let ours: Vec<(String, u64)> = models["data"]["models"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["provider"] == "cursor")
+        .map(|m| (m["id"].as_str().unwrap().to_owned(), m["contextWindow"].as_u64().unwrap()))
+        .collect();
+    let table = toolstream_schemas::models::ModelTable::default();
+    let expected: Vec<(String, u64)> = ["auto", "composer-2", "gpt-5"]
+        .iter()
+        .map(|id| (id.to_string(), table.limits(Some(id)).context_window))
+        .collect();
+    assert_eq!(ours, expected);
+    // Cached for a day: asked again without a listing, the same list comes back.
+    drop(rpc);
+    let mut rpc = Rpc::start(home.pi(&pi));
+    let again = rpc.call("m", json!({"type": "get_available_models"}));
+    let ids: Vec<&str> = again["data"]["models"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["provider"] == "cursor")
+        .map(|m| m["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["auto", "composer-2", "gpt-5"]);
+    // Without a listing and without a cache: the environment's ids.
+    std::fs::remove_dir_all(home.dir.join(".cache")).unwrap();
+    drop(rpc);
+    let mut cmd = home.pi(&pi);
+    cmd.env("TOOLSTREAM_CURSOR_MODELS", "composer-2, x-1");
+    let mut rpc = Rpc::start(cmd);
+    let env = rpc.call("m", json!({"type": "get_available_models"}));
+    let ids: Vec<&str> = env["data"]["models"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["provider"] == "cursor")
+        .map(|m| m["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["auto", "composer-2", "x-1"]);
+}

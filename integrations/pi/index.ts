@@ -36,11 +36,13 @@ import {
 	setMode,
 	setReporter,
 	setSession,
+	setToolDisplay,
 	statusLine,
+	extensionDir,
 	stopActiveRun,
 	streamCursor,
 } from "./provider.js";
-import { REPLAY_TOOL_NAMES, registerReplayTools } from "./replay-tools.js";
+import { ownedToolDisplay, registerNativeWrappers, registerReplayTools } from "./replay-tools.js";
 
 /** The session entry that keeps the chosen Cursor mode (`/cursor-mode`). */
 const MODE_ENTRY = "toolstream-cursor-mode";
@@ -109,6 +111,7 @@ export default function (pi: ExtensionAPI) {
 		// is the one this session last chose.
 		resetSession();
 		track(ctx);
+		registerNativeWrappers(pi, extensionDir());
 		let mode: CursorMode = "agent";
 		for (const e of ctx.sessionManager.getBranch()) {
 			if (e.type === "custom" && e.customType === MODE_ENTRY && isMode((e.data as { mode?: unknown })?.mode)) {
@@ -125,9 +128,10 @@ export default function (pi: ExtensionAPI) {
 		// Replayed calls need their tools active (pi answers a call to an inactive tool with
 		// "not found"); pi activates extension tools at startup, this keeps them so for Cursor.
 		if (ctx.model?.provider === PROVIDER) {
+			const display = ownedToolDisplay(pi.getAllTools(), extensionDir());
+			setToolDisplay(display);
 			const active = new Set(pi.getActiveTools());
-			const all = new Set(pi.getAllTools().map((t) => t.name));
-			const missing = REPLAY_TOOL_NAMES.filter((n) => all.has(n) && !active.has(n));
+			const missing = display.tools.filter((n) => !active.has(n));
 			if (missing.length > 0) pi.setActiveTools([...active, ...missing]);
 		}
 	});

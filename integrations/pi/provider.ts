@@ -64,6 +64,19 @@ export function setSession(session: SessionView | undefined): void {
 	currentSession = session;
 }
 
+/**
+ * Which replay tools pi has for Cursor's calls (sent with each request): `undefined` means all of
+ * them; the cards of any other tool reach pi as thinking traces (see replay-tools.ts).
+ */
+export interface ToolDisplay {
+	tools: string[];
+	nativeAsNeutral: boolean;
+}
+let toolDisplay: ToolDisplay | undefined;
+export function setToolDisplay(display: ToolDisplay | undefined): void {
+	toolDisplay = display;
+}
+
 /** How the extension reports something the user should know (pi's UI when there is one). */
 let reporter: (message: string) => void = (message) => process.stderr.write(`[toolstream] ${message}\n`);
 export function setReporter(report: (message: string) => void): void {
@@ -461,6 +474,7 @@ async function deliverOneMessage(
 			// Continue the Cursor chat this conversation is, or send the conversation along.
 			resume: chatToResume(context, model.id, PROVIDER, currentSession),
 			mode: currentMode,
+			display: toolDisplay,
 		});
 	}
 

@@ -17,7 +17,9 @@
  * always a success in pi) and keeps the recorded content and details whatever ran before it.
  */
 
-import type { TextContent } from "@mariozechner/pi-ai";
+import fs from "node:fs";
+import path from "node:path";
+import type { ImageContent, TextContent } from "@mariozechner/pi-ai";
 import {
 	createBashToolDefinition,
 	getLanguageFromPath,
@@ -91,6 +93,33 @@ interface ReplayDetails {
 	content?: string;
 	/** The file a preview belongs to (relative to the cwd): its language for highlighting. */
 	path?: string;
+	/** Where Cursor saved a generated image (relative to the cwd when inside it). */
+	imagePath?: string;
+}
+
+/** Image types pi can draw, by file extension. */
+const IMAGE_TYPES: Record<string, string> = {
+	".png": "image/png",
+	".jpg": "image/jpeg",
+	".jpeg": "image/jpeg",
+	".gif": "image/gif",
+	".webp": "image/webp",
+};
+/** Larger files are not inlined (the path is still shown). */
+const MAX_INLINE_IMAGE_BYTES = 10 * 1024 * 1024;
+
+/** The saved image as an image block, if it is still there, readable and not too large. */
+function savedImage(imagePath: string | undefined, cwd: string): ImageContent | undefined {
+	if (!imagePath) return undefined;
+	const file = path.resolve(cwd, imagePath);
+	const mimeType = IMAGE_TYPES[path.extname(file).toLowerCase()];
+	if (!mimeType) return undefined;
+	try {
+		if (fs.statSync(file).size > MAX_INLINE_IMAGE_BYTES) return undefined;
+		return { type: "image", data: fs.readFileSync(file).toString("base64"), mimeType };
+	} catch {
+		return undefined;
+	}
 }
 
 /** The result's text without the header the call line already shows. */
@@ -119,8 +148,50 @@ function replayLines(details: ReplayDetails, body: string, theme: { fg: (c: neve
 	return body ? body.split("\n").map(fg) : [];
 }
 
-export function registerReplayTools(pi: ExtensionAPI): void {
+/**
+ * Seed 000's opt-outs: `PI_CURSOR_NATIVE_TOOL_DISPLAY=0` registers no replay tool at all (every
+ * Cursor call reaches pi as a thinking trace); `PI_CURSOR_REGISTER_NATIVE_TOOLS=0` registers the
+ * neutral `cursor` tool only (native calls show as neutral cards).
+ */
+export function replayToolsWanted(env = process.env): { any: boolean; natives: boolean } {
+	const any = env.PI_CURSOR_NATIVE_TOOL_DISPLAY !== "0";
+	return { any, natives: any && env.PI_CURSOR_REGISTER_NATIVE_TOOLS !== "0" };
+}
+
+/**
+ * What the engine may send as replay tool calls: the replay tools this extension registered and
+ * still owns. pi keeps the first registration of a name, so a wrapper whose name another
+ * extension registered first is not ours: its calls fall back to thinking traces instead of
+ * reaching someone else's tool.
+ */
+export function ownedToolDisplay(
+	tools: { name: string; sourceInfo?: { path?: string } }[],
+	ourDir: string,
+	wanted = replayToolsWanted(),
+): { tools: string[]; nativeAsNeutral: boolean } {
+	const ours = (t: { sourceInfo?: { path?: string } }) => (t.sourceInfo?.path ?? "").startsWith(ourDir);
+	const names = wanted.any ? REPLAY_TOOL_NAMES.filter((n) => n === "cursor" || wanted.natives) : [];
+	const owned = names.filter((n) => tools.some((t) => t.name === n && ours(t)));
+	return { tools: owned, nativeAsNeutral: wanted.any && !wanted.natives };
+}
+
+/**
+ * Whether another extension already registered `name` (a pi built-in is fine: an extension tool
+ * replaces it). pi refuses to load two extensions that register the same tool at load time, so
+ * the native wrappers are registered once pi is running, and only under names still free.
+ */
+function ownedElsewhere(tools: { name: string; sourceInfo?: { path?: string; source?: string } }[], name: string, ourDir: string): boolean {
+	return tools.some(
+		(t) => t.name === name && t.sourceInfo?.source !== "builtin" && !(t.sourceInfo?.path ?? "").startsWith(ourDir),
+	);
+}
+
+/** Register the native wrappers whose names are free (call once pi runs, e.g. at `session_start`). */
+export function registerNativeWrappers(pi: ExtensionAPI, ourDir: string): void {
+	if (!replayToolsWanted().natives) return;
+	const tools = pi.getAllTools();
 	for (const name of NATIVE_REPLAY_TOOLS) {
+		if (ownedElsewhere(tools, name, ourDir)) continue;
 		const base = builtinTool(name, process.cwd());
 		pi.registerTool({
 			...base,
@@ -130,6 +201,11 @@ export function registerReplayTools(pi: ExtensionAPI): void {
 			},
 		});
 	}
+}
+
+/** Register the neutral `cursor` tool and the result handling (at load; see also registerNativeWrappers). */
+export function registerReplayTools(pi: ExtensionAPI): void {
+	if (!replayToolsWanted().any) return;
 
 	pi.registerTool({
 		name: "cursor",
@@ -176,12 +252,14 @@ export function registerReplayTools(pi: ExtensionAPI): void {
 	});
 
 	// Keep the recorded result (content, details and error flag) for every replay call; the
-	// call has run, so its recorded result is not needed any more.
-	pi.on("tool_result", (event) => {
+	// call has run, so its recorded result is not needed any more. A generated image is shown
+	// inline (pi draws image blocks when its image display is on) while its file can be read.
+	pi.on("tool_result", (event, ctx) => {
 		if (!isReplayId(event.toolCallId)) return undefined;
 		const r = recordedResults.get(event.toolCallId);
 		if (!r) return undefined;
 		recordedResults.delete(event.toolCallId);
-		return { content: r.content, details: r.details, isError: r.isError };
+		const image = savedImage((r.details as ReplayDetails | undefined)?.imagePath, ctx.cwd);
+		return { content: image ? [...r.content, image] : r.content, details: r.details, isError: r.isError };
 	});
 }

@@ -337,6 +337,22 @@ pub struct Cost {
     pub total: f64,
 }
 
+impl std::ops::AddAssign<&Usage> for Usage {
+    /// Token counts and costs of two model calls together.
+    fn add_assign(&mut self, other: &Usage) {
+        self.input += other.input;
+        self.output += other.output;
+        self.cache_read += other.cache_read;
+        self.cache_write += other.cache_write;
+        self.total_tokens += other.total_tokens;
+        self.cost.input += other.cost.input;
+        self.cost.output += other.cost.output;
+        self.cost.cache_read += other.cost.cache_read;
+        self.cost.cache_write += other.cost.cache_write;
+        self.cost.total += other.cost.total;
+    }
+}
+
 /// Output side of SPEC §3.
 #[derive(Clone, Debug, Serialize)]
 #[serde(tag = "event", rename_all = "camelCase")]

@@ -32,6 +32,8 @@ pub struct Rendered {
     pub header: Option<String>,
     /// The sections after the header (joined by blank lines); empty means the body alone.
     pub sections: Vec<String>,
+    /// Where a generated image was saved (relative to the cwd when inside it): pi shows it inline.
+    pub image_path: Option<String>,
 }
 
 impl Rendered {
@@ -336,7 +338,8 @@ fn render_success(
             };
         }
         ToolSuccess::GenerateImage(o) => {
-            r.body = nonblank(&o.file_path).map(|p| format!("Saved image to {}", ctx.path(p))).unwrap_or_default();
+            r.image_path = nonblank(&o.file_path).map(|p| ctx.path(p));
+            r.body = r.image_path.as_deref().map(|p| format!("Saved image to {p}")).unwrap_or_default();
         }
         ToolSuccess::Mcp(o) => {
             r.body = mcp_body(o);

@@ -242,6 +242,10 @@ fn assemble(
         // A write's preview (highlighted by language in pi) is its recorded content.
         obj.insert("content".into(), content.clone().into());
     }
+    if let (Some(p), Some(obj)) = (r.image_path.as_deref(), details.as_object_mut()) {
+        // The replay card shows the image inline while the file can still be read.
+        obj.insert("imagePath".into(), display_line(&sc.scrub(p), TRANSCRIPT_MAX_CHARS).into());
+    }
     if let (Some(ToolKind::Edit | ToolKind::Write), Some(obj)) = (tool.kind(), details.as_object_mut()) {
         // The replay renderers infer a preview's language from it.
         let path =

@@ -85,7 +85,8 @@ pub fn serve(opts: ProviderOptions) -> i32 {
     let model = request.model.clone().filter(|m| !m.trim().is_empty()).unwrap_or_else(|| NO_MODEL.to_owned());
 
     let delivered = Arc::new(AtomicBool::new(false));
-    let provider: Box<dyn Sink> = Box::new(ProviderSink::new(gate.clone(), delivered.clone()));
+    let display = request.display.clone().unwrap_or_default();
+    let provider: Box<dyn Sink> = Box::new(ProviderSink::new(gate.clone(), delivered.clone(), display));
     let provider = if opts.compact { crate::compact_stage::CompactShellResults::wrap(provider) } else { provider };
     let mut sinks: Vec<Box<dyn Sink>> = vec![provider];
     if opts.config.trace_enabled.value {

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 
 use serde::Deserialize;
 use serde_json::Value;
+use toolstream_sinks::pi_events::display::ToolDisplay;
 
 /// One input line.
 #[derive(Debug, Deserialize)]
@@ -41,6 +42,10 @@ pub struct Request {
     /// Cursor's mode for this prompt (`cursor-agent --mode`); `agent` is Cursor's default.
     #[serde(default)]
     pub mode: Option<CursorMode>,
+    /// Which replay tools pi has (the extension registered and owns them); the other cards
+    /// reach pi as thinking traces. Absent: every card as its tool.
+    #[serde(default)]
+    pub display: Option<ToolDisplay>,
 }
 
 /// Cursor's modes (`/cursor-mode` in pi).

@@ -6,6 +6,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use toolstream_schemas::{Output, OutputEvent, RunId};
+use toolstream_sinks::pi_events::display::ToolDisplay;
 use toolstream_sinks::pi_events::PiEventsSink;
 use toolstream_sinks::{Sink, SinkError};
 
@@ -54,9 +55,15 @@ pub struct ProviderSink {
 }
 
 impl ProviderSink {
-    /// `delivered` turns true once the run opened (its messages are on their way).
-    pub fn new(gate: Arc<Gate>, delivered: Arc<AtomicBool>) -> Self {
-        ProviderSink { inner: PiEventsSink::new(GateWriter::new(gate)), run: None, delivered, others_reported: false }
+    /// `delivered` turns true once the run opened (its messages are on their way); `display`
+    /// says which cards pi can take as replay tool calls.
+    pub fn new(gate: Arc<Gate>, delivered: Arc<AtomicBool>, display: ToolDisplay) -> Self {
+        ProviderSink {
+            inner: PiEventsSink::with_display(GateWriter::new(gate), display),
+            run: None,
+            delivered,
+            others_reported: false,
+        }
     }
 
     /// Whether `ev` belongs to the delivered run (choosing it at its opening).

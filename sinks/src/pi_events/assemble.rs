@@ -21,6 +21,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use super::display::{neutral_args, trace_text, Shown, ToolDisplay, NEUTRAL_TOOL};
 use super::wire::{
     stop_reason_name, AssistantMessage, ContentBlock, PiUsage, TextContent, ToolCall, ToolResultMessage, UNKNOWN_MODEL,
 };
@@ -87,6 +88,10 @@ struct Building {
     message: AssistantMessage,
     open: Option<(BlockKind, usize)>,
     results: Vec<ToolResultMessage>,
+    /// Usage of `toolUse` turns folded into this message because none of their cards became a
+    /// tool call (they were shown as traces): pi would end its loop at a `toolUse` message
+    /// without tool calls, so the message goes on instead, and counts their tokens.
+    carried: Usage,
 }
 
 #[derive(Debug)]
@@ -103,12 +108,19 @@ pub struct Assembler {
     /// Whether to produce block-level steps (`BlockStart/Delta/End`, `ToolCall`); sinks that only
     /// need whole messages turn them off.
     streaming: bool,
+    /// Which cards become tool calls (the rest become thinking traces).
+    display: ToolDisplay,
     runs: HashMap<Arc<RunId>, RunState>,
 }
 
 impl Assembler {
     pub fn new(streaming: bool) -> Self {
-        Assembler { streaming, runs: HashMap::new() }
+        Self::with_display(streaming, ToolDisplay::all())
+    }
+
+    /// An assembler that shows cards as `display` says.
+    pub fn with_display(streaming: bool, display: ToolDisplay) -> Self {
+        Assembler { streaming, display, runs: HashMap::new() }
     }
 
     /// Feed one output event; steps are appended to `out`.
@@ -148,7 +160,11 @@ impl Assembler {
                     b.close_block(streaming, out);
                 }
             }
-            Output::Card(card) => run.card(streaming, card, at, out),
+            Output::Card(card) => match self.display.shown(&card.pi_tool) {
+                Shown::Tool => run.card(streaming, card, None, at, out),
+                Shown::Neutral => run.card(streaming, card, Some(neutral_args(card)), at, out),
+                Shown::Trace => run.trace(streaming, card, at, out),
+            },
             Output::MessageEnded { stop_reason, usage, error, .. } => {
                 run.end(streaming, *stop_reason, usage, error.as_deref(), at, out);
             }
@@ -185,7 +201,7 @@ impl RunState {
         self.current.get_or_insert_with(|| {
             let message = AssistantMessage::empty(model, at);
             out.push(Step::Start(message.clone()));
-            Building { message, open: None, results: Vec::new() }
+            Building { message, open: None, results: Vec::new(), carried: Usage::default() }
         })
     }
 
@@ -220,10 +236,27 @@ impl RunState {
         }
     }
 
-    fn card(&mut self, streaming: bool, card: &Card, at: u64, out: &mut Vec<Step>) {
+    /// A card as a thinking trace, on lines of its own.
+    fn trace(&mut self, streaming: bool, card: &Card, at: u64, out: &mut Vec<Step>) {
+        let text = trace_text(card);
+        let mid_line = self.current.as_ref().is_some_and(|b| match (b.open, b.results.is_empty()) {
+            (Some((BlockKind::Thinking, i)), true) => {
+                matches!(b.message.content.get(i), Some(ContentBlock::Thinking { thinking }) if !thinking.is_empty() && !thinking.ends_with('\n'))
+            }
+            _ => false,
+        });
+        let text = if mid_line { format!("\n{text}") } else { text };
+        self.append(streaming, BlockKind::Thinking, &text, at, out);
+    }
+
+    /// A card as a tool call: of its own tool, or of the neutral tool with `neutral` arguments.
+    fn card(&mut self, streaming: bool, card: &Card, neutral: Option<Value>, at: u64, out: &mut Vec<Step>) {
         let b = self.current(at, out);
         b.close_block(streaming, out);
-        let call = ToolCall { id: card.replay_id.clone(), name: card.pi_tool.clone(), arguments: object(&card.args) };
+        let call = match neutral {
+            Some(args) => ToolCall { id: card.replay_id.clone(), name: NEUTRAL_TOOL.to_owned(), arguments: args },
+            None => ToolCall { id: card.replay_id.clone(), name: card.pi_tool.clone(), arguments: object(&card.args) },
+        };
         let index = b.message.content.len();
         let tool_name = call.name.clone();
         b.message.content.push(ContentBlock::ToolCall(call.clone()));
@@ -259,6 +292,12 @@ impl RunState {
         out: &mut Vec<Step>,
     ) {
         let has_calls = self.current.as_ref().is_some_and(|b| !b.results.is_empty());
+        if reason == StopReason::ToolUse && !has_calls {
+            if let Some(b) = self.current.as_mut() {
+                b.carried += usage;
+                return;
+            }
+        }
         if has_calls && reason != StopReason::ToolUse {
             self.split(streaming, at, out);
         }
@@ -279,7 +318,11 @@ impl RunState {
         let Some(mut b) = self.current.take() else { return };
         b.close_block(streaming, out);
         let mut message = b.message;
-        message.usage = PiUsage::from(usage);
+        // Error and aborted messages carry zero usage (SPEC §5.4), folded turns included.
+        let mut total =
+            if matches!(reason, StopReason::Stop | StopReason::ToolUse) { b.carried } else { Usage::default() };
+        total += usage;
+        message.usage = PiUsage::from(&total);
         message.stop_reason = stop_reason_name(reason);
         message.error_message = match reason {
             StopReason::Error => Some(error.unwrap_or("Cursor run failed").to_owned()),

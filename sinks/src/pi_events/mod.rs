@@ -42,6 +42,7 @@
 //! The stream is meant for one run at a time (one pi request); lines carry no run id.
 
 pub(crate) mod assemble;
+pub mod display;
 #[cfg(test)]
 pub(crate) mod testutil;
 pub(crate) mod wire;
@@ -131,7 +132,12 @@ pub struct PiEventsSink<W: Write + Send> {
 
 impl<W: Write + Send> PiEventsSink<W> {
     pub fn new(out: W) -> Self {
-        PiEventsSink { out, asm: Assembler::new(true), steps: Vec::new(), pending: Vec::new() }
+        Self::with_display(out, display::ToolDisplay::all())
+    }
+
+    /// A sink that shows cards as `display` says (tool calls, neutral cards or thinking traces).
+    pub fn with_display(out: W, display: display::ToolDisplay) -> Self {
+        PiEventsSink { out, asm: Assembler::with_display(true, display), steps: Vec::new(), pending: Vec::new() }
     }
 
     /// The writer back (tests read the buffer).

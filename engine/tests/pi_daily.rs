@@ -1,9 +1,10 @@
-//! Conversations that continue, with real pi, the extension in `integrations/pi` and a stand-in
-//! `cursor-agent` (a script that prints a recorded stream-json run and logs how it was called):
-//! a second prompt resumes the first prompt's Cursor chat (print mode with `-c`, and RPC mode);
-//! after a new session it does not; in a fork the earlier conversation travels in the prompt;
-//! `/cursor-mode` reaches cursor-agent; the model list comes from cursor-agent's listing; the
-//! extension holds nothing of a run once it ended.
+//! pi daily use, with real pi, the extension in `integrations/pi` and a stand-in `cursor-agent`
+//! (a script that prints a recorded stream-json run and logs how it was called): a second prompt
+//! resumes the first prompt's Cursor chat (print mode with `-c`, and RPC mode); after a new
+//! session it does not; in a fork the earlier conversation travels in the prompt; `/cursor-mode`
+//! reaches cursor-agent; the model list comes from cursor-agent's listing; the extension holds
+//! nothing of a run once it ended; the opt-outs of seed 000 (no replay tools: thinking traces;
+//! no native wrappers: neutral cards; a wrapper name owned by another extension: traces).
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -337,4 +338,158 @@ fn the_model_list_comes_from_cursor_agents_listing() {
         .map(|m| m["id"].as_str().unwrap())
         .collect();
     assert_eq!(ids, ["auto", "composer-2", "x-1"]);
+}
+
+/// pi's JSON-mode run of the demo with `env`; the assistant messages it ended.
+fn demo_messages(home: &Home, pi: &Path, env: &[(&str, &str)], extra: &[&str]) -> Vec<Value> {
+    let mut cmd = home.pi(pi);
+    cmd.envs(env.iter().copied()).args(extra).args(["--mode", "json", "-p", "fix the rounding bug"]);
+    let done = common::run_with_timeout(&mut cmd, None, PI_TIMEOUT).unwrap();
+    assert_eq!(done.code, Some(0), "pi failed: {}", done.stderr);
+    done.stdout
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|e| e["type"] == "message_end" && e["message"]["role"] == "assistant")
+        .map(|e| e["message"].clone())
+        .collect()
+}
+
+/// The demo's calls as the engine shows them: `(pi tool, "<title> <summary>")` per call, in order
+/// (the tool from the session file toolstream writes, the title and summary from the neutral
+/// cards pi gets without native wrappers).
+fn demo_calls(home: &Home, pi: &Path) -> Vec<(String, String)> {
+    let dir = common::tempdir();
+    let session = dir.join("s.jsonl");
+    let demo = common::example("demo.jsonl");
+    let run = common::toolstream(
+        &["replay", "--sink", &format!("pi-session={}", session.display()), demo.to_str().unwrap()],
+        None,
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let text = std::fs::read_to_string(&session).unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+    let tools: Vec<String> = text
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|e| e["message"]["role"] == "toolResult")
+        .map(|e| e["message"]["toolName"].as_str().unwrap().to_owned())
+        .collect();
+    let neutral = demo_messages(home, pi, &[("PI_CURSOR_REGISTER_NATIVE_TOOLS", "0")], &[]);
+    let heads: Vec<String> = neutral
+        .iter()
+        .flat_map(|m| m["content"].as_array().unwrap().iter())
+        .filter(|b| b["type"] == "toolCall")
+        .map(|b| {
+            let title = b["arguments"]["activityTitle"].as_str().unwrap();
+            match b["arguments"]["activitySummary"].as_str().filter(|s| !s.is_empty()) {
+                Some(s) => format!("{title} {s}"),
+                None => title.to_owned(),
+            }
+        })
+        .collect();
+    assert_eq!(tools.len(), heads.len(), "{tools:?} {heads:?}");
+    tools.into_iter().zip(heads).collect()
+}
+
+/// How many lines of `trace` are the trace head `head` (an error's head ends with ` (error)`).
+fn traces_of(trace: &str, head: &str) -> usize {
+    trace.lines().filter(|l| *l == head || l.strip_suffix(" (error)") == Some(head)).count()
+}
+
+fn tool_calls(messages: &[Value]) -> Vec<String> {
+    messages
+        .iter()
+        .flat_map(|m| m["content"].as_array().unwrap().iter())
+        .filter(|b| b["type"] == "toolCall")
+        .map(|b| b["name"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+fn thinking(messages: &[Value]) -> String {
+    messages
+        .iter()
+        .flat_map(|m| m["content"].as_array().unwrap().iter())
+        .filter(|b| b["type"] == "thinking")
+        .map(|b| b["thinking"].as_str().unwrap())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[test]
+fn without_native_tool_display_every_call_is_a_thinking_trace() {
+    let Some(pi) = common::pi_bin() else { return };
+    let home = Home::new();
+    let calls = demo_calls(&home, &pi);
+    assert!(calls.len() >= 5, "{calls:?}");
+    let messages = demo_messages(&home, &pi, &[("PI_CURSOR_NATIVE_TOOL_DISPLAY", "0")], &[]);
+    assert_eq!(tool_calls(&messages), Vec::<String>::new(), "no replay tool calls at all");
+    let last = messages.last().unwrap();
+    stopped(last);
+    let trace = thinking(&messages);
+    for (_, head) in &calls {
+        assert_eq!(traces_of(&trace, head), 1, "one trace for {head:?} in {trace}");
+    }
+    assert!(trace.contains("Command exited with code 1"), "the failing npm test's output is in its trace: {trace}");
+}
+
+#[test]
+fn without_native_wrappers_native_calls_are_neutral_cards() {
+    let Some(pi) = common::pi_bin() else { return };
+    let home = Home::new();
+    let calls = demo_calls(&home, &pi);
+    assert!(calls.iter().any(|(t, _)| t != "cursor"), "the demo has native calls: {calls:?}");
+    let messages = demo_messages(&home, &pi, &[("PI_CURSOR_REGISTER_NATIVE_TOOLS", "0")], &[]);
+    assert_eq!(tool_calls(&messages), vec!["cursor".to_owned(); calls.len()], "every call as the neutral card");
+    stopped(messages.last().unwrap());
+}
+
+#[test]
+fn a_wrapper_owned_by_another_extension_falls_back_to_a_trace() {
+    let Some(pi) = common::pi_bin() else { return };
+    let home = Home::new();
+    // Another extension that registers `read` first.
+    let other = home.dir.join("other-ext");
+    std::fs::create_dir_all(&other).unwrap();
+    std::fs::write(
+        other.join("index.ts"),
+        "import { Type } from \"typebox\";\n\
+         export default function (pi: any) {\n\
+           pi.registerTool({ name: \"read\", label: \"read\", description: \"someone else's read\",\n\
+             parameters: Type.Object({ path: Type.String() }),\n\
+             async execute() { return { content: [{ type: \"text\", text: \"OTHER READ RAN\" }], details: {} }; } });\n\
+         }\n",
+    )
+    .unwrap();
+    let calls = demo_calls(&home, &pi);
+    let cmd = home.pi(&pi);
+    // Load order: the other extension first, then ours (pi keeps the first `read`).
+    let args: Vec<std::ffi::OsString> = cmd.get_args().map(|a| a.to_owned()).collect();
+    let ours = args.iter().position(|a| a == "-e").unwrap() + 1;
+    let mut cmd2 = Command::new(cmd.get_program());
+    cmd2.current_dir(home.dir.join("work"));
+    for (k, v) in cmd.get_envs() {
+        match v {
+            Some(v) => cmd2.env(k, v),
+            None => cmd2.env_remove(k),
+        };
+    }
+    cmd2.args(&args[..ours - 1]).arg("-e").arg(&other).arg("-e").arg(&args[ours]).args(&args[ours + 1..]);
+    cmd2.args(["--mode", "json", "-p", "fix the rounding bug"]);
+    let done = common::run_with_timeout(&mut cmd2, None, PI_TIMEOUT).unwrap();
+    assert_eq!(done.code, Some(0), "pi loads both extensions: {}", done.stderr);
+    let messages: Vec<Value> = done
+        .stdout
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|e| e["type"] == "message_end" && e["message"]["role"] == "assistant")
+        .map(|e| e["message"].clone())
+        .collect();
+    assert!(!done.stdout.contains("OTHER READ RAN"), "the other extension's read never ran for a replay");
+    let expected: Vec<String> = calls.iter().filter(|(t, _)| t != "read").map(|(t, _)| t.clone()).collect();
+    assert_eq!(tool_calls(&messages), expected, "every call but the read is a replay tool call");
+    let (_, read_head) = calls.iter().find(|(t, _)| t == "read").unwrap();
+    assert_eq!(traces_of(&thinking(&messages), read_head), 1, "the read shows as a trace");
+    stopped(messages.last().unwrap());
 }

@@ -493,3 +493,32 @@ fn a_wrapper_owned_by_another_extension_falls_back_to_a_trace() {
     assert_eq!(traces_of(&thinking(&messages), read_head), 1, "the read shows as a trace");
     stopped(messages.last().unwrap());
 }
+
+#[test]
+fn a_malformed_backend_line_is_reported_not_dropped_silently() {
+    let Some(pi) = common::pi_bin() else { return };
+    let home = Home::new();
+    // A toolstream that says something that is not protocol before the real run.
+    let wrapper = home.dir.join("noisy-toolstream");
+    std::fs::write(
+        &wrapper,
+        format!(
+            "#!/bin/sh\n[ \"$1\" = pi-provider ] && echo 'oops: not a protocol line'\nexec '{}' \"$@\"\n",
+            env!("CARGO_BIN_EXE_toolstream")
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let mut cmd = home.pi(&pi);
+    cmd.env("TOOLSTREAM_BIN", &wrapper).args(["--mode", "json", "-p", "fix the rounding bug"]);
+    let done = common::run_with_timeout(&mut cmd, None, PI_TIMEOUT).unwrap();
+    assert_eq!(done.code, Some(0), "{}", done.stderr);
+    assert!(
+        done.stderr
+            .contains("toolstream pi-provider sent a line that is not JSON (ignored): oops: not a protocol line"),
+        "{}",
+        done.stderr
+    );
+    assert!(done.stdout.contains("\"stopReason\":\"stop\""), "the run still completes");
+}

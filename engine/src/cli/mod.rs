@@ -205,6 +205,8 @@ pub enum FormatArg {
     Auto,
     CursorCli,
     CursorSdk,
+    /// The agent backend's exec messages in proto3-JSON (seed 002; see `examples/exec-demo.jsonl`).
+    CursorExec,
 }
 
 impl FormatArg {
@@ -213,6 +215,7 @@ impl FormatArg {
             FormatArg::Auto => None,
             FormatArg::CursorCli => Some(Format::CursorCli),
             FormatArg::CursorSdk => Some(Format::CursorSdk),
+            FormatArg::CursorExec => Some(Format::CursorExec),
         }
     }
 }

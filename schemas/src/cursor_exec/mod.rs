@@ -44,6 +44,12 @@ pub struct ExecRecordLine {
     pub exec_client_control_message: Option<ExecClientControlMessage>,
 }
 
+/// The field of a decoded exec call's [`ToolEvent::extra`](crate::ToolEvent) that carries the
+/// OpenAI tool call it maps to (`{id, name, arguments}`, see [`to_openai::OpenAiToolCall`]); the
+/// card builder keeps it as `details.openaiToolCall`, where the OpenAI sink finds it. Calls
+/// without it are Cursor's own tool activity.
+pub const OPENAI_TOOL_CALL_FIELD: &str = "openaiToolCall";
+
 /// The message field names a line of an exec recording may have (for format detection).
 pub const RECORD_KEYS: &[&str] = &[
     "interactionUpdate",

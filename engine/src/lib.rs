@@ -10,6 +10,7 @@ pub mod config;
 pub mod conversation;
 pub mod cursor_db;
 pub mod decode;
+pub mod openai_server;
 pub mod pi_provider;
 pub mod pipeline;
 pub mod sequencer;

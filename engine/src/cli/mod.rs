@@ -7,6 +7,7 @@ mod hook;
 mod hooks_json;
 mod pi_provider;
 mod replay;
+mod serve;
 mod stats;
 mod wrap;
 
@@ -74,6 +75,8 @@ pub enum Command {
     Doctor(hook::HostArgs),
     /// Remove toolstream's hook from a host (`uninstall cursor`), leaving every other hook.
     Uninstall(hook::HostArgs),
+    /// Serve an API in front of Cursor (`serve openai`: OpenAI-compatible chat completions).
+    Serve(serve::ServeArgs),
 }
 
 /// Options shared by every command that reads streams.
@@ -275,6 +278,7 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Install(args) => hook::run_install(args),
         Command::Doctor(args) => hook::run_doctor(args),
         Command::Uninstall(args) => hook::run_uninstall(args),
+        Command::Serve(args) => serve::run(args),
     }
 }
 

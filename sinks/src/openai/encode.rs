@@ -54,6 +54,8 @@ struct RunState {
     open: bool,
     calls: Vec<OpenAiToolCall>,
     usage: CompletionUsage,
+    /// The reasoning so far ends mid-line (an activity line then starts on a new one).
+    reasoning_mid_line: bool,
 }
 
 /// Output events → SSE events, per run.
@@ -83,13 +85,13 @@ impl SseEncoder {
                 w.delta(Delta { content: Some(delta.clone()), ..Delta::default() })
             }
             Output::Thinking { delta, .. } if !delta.is_empty() => w.reasoning(delta.clone()),
-            Output::LifecycleLine { title, label, .. } => w.reasoning(format!("{title}: {label}\n")),
+            Output::LifecycleLine { title, label, .. } => w.reasoning_line(format!("{title}: {label}\n")),
             Output::Card(card) => match client_call(card) {
                 Some(call) => w.st.calls.push(call),
-                None => w.reasoning(activity_line(card)),
+                None => w.reasoning_line(activity_line(card)),
             },
             Output::IncompleteCall(rec) if rec.visible => {
-                w.reasoning(format!("{} did not complete: {}\n", rec.title, rec.reason.text()))
+                w.reasoning_line(format!("{} did not complete: {}\n", rec.title, rec.reason.text()))
             }
             Output::MessageEnded { stop_reason, usage, error, .. } => {
                 w.add_usage(usage);
@@ -168,7 +170,14 @@ impl Writer<'_> {
     }
 
     fn reasoning(&mut self, text: String) {
+        self.st.reasoning_mid_line = !text.ends_with('\n');
         self.delta(Delta { reasoning_content: Some(text), ..Delta::default() });
+    }
+
+    /// A line of its own in the reasoning.
+    fn reasoning_line(&mut self, line: String) {
+        let line = if self.st.reasoning_mid_line { format!("\n{line}") } else { line };
+        self.reasoning(line);
     }
 
     fn add_usage(&mut self, u: &Usage) {

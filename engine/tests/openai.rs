@@ -27,7 +27,12 @@ fn an_exec_recording_becomes_responses_that_end_with_its_tool_calls() {
     let dir = common::tempdir();
     let out = dir.join("o.sse");
     let run = common::toolstream(
-        &["replay", "--sink", &format!("openai-sse={}", out.display()), common::example("exec-demo.jsonl").to_str().unwrap()],
+        &[
+            "replay",
+            "--sink",
+            &format!("openai-sse={}", out.display()),
+            common::example("exec-demo.jsonl").to_str().unwrap(),
+        ],
         None,
     );
     assert_eq!(run.code, 0, "{}", run.stderr);
@@ -61,7 +66,14 @@ fn an_exec_recording_becomes_responses_that_end_with_its_tool_calls() {
     assert!(content.ends_with("22°C and partly cloudy in Tokyo."), "{content}");
     // The same recording, named explicitly.
     let forced = common::toolstream(
-        &["replay", "--format", "cursor-exec", "--color", "never", common::example("exec-demo.jsonl").to_str().unwrap()],
+        &[
+            "replay",
+            "--format",
+            "cursor-exec",
+            "--color",
+            "never",
+            common::example("exec-demo.jsonl").to_str().unwrap(),
+        ],
         None,
     );
     assert_eq!(forced.code, 0, "{}", forced.stderr);
@@ -73,7 +85,12 @@ fn cursors_own_tools_are_reasoning_lines_never_tool_calls() {
     let dir = common::tempdir();
     let out = dir.join("o.sse");
     let run = common::toolstream(
-        &["replay", "--sink", &format!("openai-sse={}", out.display()), common::example("demo.jsonl").to_str().unwrap()],
+        &[
+            "replay",
+            "--sink",
+            &format!("openai-sse={}", out.display()),
+            common::example("demo.jsonl").to_str().unwrap(),
+        ],
         None,
     );
     assert_eq!(run.code, 0, "{}", run.stderr);
@@ -164,11 +181,8 @@ fn the_openai_sdk_runs_a_recorded_tool_loop_and_gets_openai_errors() {
 fn stand_in_cursor_agent(dir: &Path) -> PathBuf {
     let path = dir.join("stand-in-cursor-agent");
     let demo = common::example("demo.jsonl");
-    std::fs::write(
-        &path,
-        format!("#!/bin/sh\nprintf '%s\\n' \"$@\" >> \"$STANDIN_ARGS\"\ncat '{}'\n", demo.display()),
-    )
-    .unwrap();
+    std::fs::write(&path, format!("#!/bin/sh\nprintf '%s\\n' \"$@\" >> \"$STANDIN_ARGS\"\ncat '{}'\n", demo.display()))
+        .unwrap();
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
     path

@@ -77,12 +77,12 @@ fn openai(args: OpenaiArgs) -> anyhow::Result<i32> {
     let pipeline = args.input.pipeline_options(&config)?;
     let mode = match &args.replay {
         Some(path) => Mode::Replay(Arc::new(Recording::load(path, pipeline).map_err(anyhow::Error::msg)?)),
-        None => Mode::Live(LiveOptions {
+        None => Mode::Live(Box::new(LiveOptions {
             pipeline,
             agent_bin: agent_bin(args.cursor_agent.as_deref()),
             workspace: args.workspace.clone(),
             budget: Budget::default(),
-        }),
+        })),
     };
     let api_key = args.api_key.clone().or_else(|| std::env::var(API_KEY_ENV).ok()).filter(|k| !k.is_empty());
     serve(ServerOptions {

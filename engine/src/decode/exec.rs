@@ -24,8 +24,8 @@ use toolstream_schemas::cursor_exec::{
     Outcome, ShellResult, OPENAI_TOOL_CALL_FIELD,
 };
 use toolstream_schemas::{
-    Input, InputEvent, Int, ResultStatus, RunEnd, RunStart, RunStatus, SourcePos, TokenUsage, Tool, ToolEvent, ToolKind,
-    ToolResult,
+    Input, InputEvent, Int, ResultStatus, RunEnd, RunStart, RunStatus, SourcePos, TokenUsage, Tool, ToolEvent,
+    ToolKind, ToolResult,
 };
 
 /// A started exec call, kept until its result.
@@ -121,7 +121,7 @@ impl ExecDecoder {
             ]
             .into_iter()
             .find_map(|(w, v)| v.map(|v| (w, v)))
-            .unwrap_or_else(|| ("interactionUpdate", Value::Object(u.other)));
+            .unwrap_or(("interactionUpdate", Value::Object(u.other)));
             push(Input::Raw { what: format!("interactionUpdate:{what}"), value: raw(&value)? });
         }
         Ok(())
@@ -234,7 +234,10 @@ fn canonical_result(request: &ExecRequest, result: ExecResult) -> (ResultStatus,
             // A file search reads as the CLI's glob result: the files.
             let files: Vec<String> = g.workspace_results.values().flat_map(|r| r.files.files.clone()).collect();
             let total = files.len();
-            (ResultStatus::Success, json!({ "pattern": g.pattern, "path": g.path, "files": files, "totalFiles": total }))
+            (
+                ResultStatus::Success,
+                json!({ "pattern": g.pattern, "path": g.path, "files": files, "totalFiles": total }),
+            )
         }
         ExecResult::GrepResult(o) => outcome(o),
         ExecResult::WriteResult(o) => outcome(o),
@@ -313,7 +316,10 @@ mod tests {
         ]);
         let Input::ToolCompleted(c) = &events[2] else { panic!("{:?}", events[2]) };
         assert_eq!(c.tool, Tool::Known(ToolKind::Glob));
-        assert_eq!(serde_json::from_str::<Value>(c.result.as_ref().unwrap().value.get()).unwrap()["files"][0], "src/a.rs");
+        assert_eq!(
+            serde_json::from_str::<Value>(c.result.as_ref().unwrap().value.get()).unwrap()["files"][0],
+            "src/a.rs"
+        );
         assert!(matches!(&events[3], Input::Raw { what, .. } if what == "execClientMessage:unmatched"));
     }
 }

@@ -17,7 +17,12 @@ pub struct ApiError {
 
 impl ApiError {
     pub fn bad_request(message: impl Into<String>, code: &'static str) -> ApiError {
-        ApiError { status: StatusCode::BAD_REQUEST, message: message.into(), kind: "invalid_request_error", code: Some(code) }
+        ApiError {
+            status: StatusCode::BAD_REQUEST,
+            message: message.into(),
+            kind: "invalid_request_error",
+            code: Some(code),
+        }
     }
 
     pub fn unauthorized() -> ApiError {
@@ -39,7 +44,12 @@ impl ApiError {
     }
 
     pub fn not_found() -> ApiError {
-        ApiError { status: StatusCode::NOT_FOUND, message: "Unknown URL".into(), kind: "invalid_request_error", code: None }
+        ApiError {
+            status: StatusCode::NOT_FOUND,
+            message: "Unknown URL".into(),
+            kind: "invalid_request_error",
+            code: None,
+        }
     }
 
     pub fn busy(limit: usize) -> ApiError {
@@ -52,12 +62,21 @@ impl ApiError {
     }
 
     pub fn server(message: impl Into<String>) -> ApiError {
-        ApiError { status: StatusCode::INTERNAL_SERVER_ERROR, message: message.into(), kind: "server_error", code: None }
+        ApiError {
+            status: StatusCode::INTERNAL_SERVER_ERROR,
+            message: message.into(),
+            kind: "server_error",
+            code: None,
+        }
     }
 
     pub fn body(&self) -> ErrorBody {
         ErrorBody {
-            error: ErrorDetail { message: self.message.clone(), kind: self.kind.into(), code: self.code.map(Into::into) },
+            error: ErrorDetail {
+                message: self.message.clone(),
+                kind: self.kind.into(),
+                code: self.code.map(Into::into),
+            },
         }
     }
 }

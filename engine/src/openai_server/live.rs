@@ -66,7 +66,13 @@ pub fn start(
     let mut popts = opts.pipeline.clone();
     popts.shards = 1;
     let done = Arc::new(AtomicBool::new(false));
-    let sink = Forward { encoder: SseEncoder::new(naming), tx: tx.clone(), agent: agent.clone(), done: done.clone(), buf: Vec::new() };
+    let sink = Forward {
+        encoder: SseEncoder::new(naming),
+        tx: tx.clone(),
+        agent: agent.clone(),
+        done: done.clone(),
+        buf: Vec::new(),
+    };
     let mut pipeline = match Pipeline::new(popts, vec![Box::new(sink)]) {
         Ok(p) => p,
         Err(e) => {

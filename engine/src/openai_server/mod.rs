@@ -40,7 +40,7 @@ pub const AUTO_MODEL: &str = "auto";
 /// Where responses come from.
 pub enum Mode {
     Replay(Arc<Recording>),
-    Live(LiveOptions),
+    Live(Box<LiveOptions>),
 }
 
 /// How the server runs.
@@ -147,8 +147,9 @@ async fn chat(State(state): State<Arc<AppState>>, headers: HeaderMap, body: Byte
 
 async fn respond(state: &Arc<AppState>, headers: &HeaderMap, body: &[u8]) -> Result<Response, ApiError> {
     check_key(state, headers)?;
-    let req: ChatRequest = serde_json::from_slice(body)
-        .map_err(|e| ApiError::bad_request(format!("We could not parse the JSON body of your request: {e}"), "invalid_json"))?;
+    let req: ChatRequest = serde_json::from_slice(body).map_err(|e| {
+        ApiError::bad_request(format!("We could not parse the JSON body of your request: {e}"), "invalid_json")
+    })?;
     if req.messages.is_empty() {
         return Err(ApiError::bad_request("`messages` must hold at least one message", "invalid_messages"));
     }
@@ -179,8 +180,9 @@ async fn respond(state: &Arc<AppState>, headers: &HeaderMap, body: &[u8]) -> Res
             if !req.tools.is_empty() {
                 tracing::debug!(tools = req.tools.len(), "client tools are not offered to Cursor yet (no bridge)");
             }
-            let (history, request) = split_request(&req.messages)
-                .ok_or_else(|| ApiError::bad_request("the conversation holds no user message with text", "invalid_messages"))?;
+            let (history, request) = split_request(&req.messages).ok_or_else(|| {
+                ApiError::bad_request("the conversation holds no user message with text", "invalid_messages")
+            })?;
             let cursor_model = (model != AUTO_MODEL).then(|| model.clone());
             let run = live::start(opts, cursor_model, naming.clone(), &history, &request, tx.clone())
                 .map_err(ApiError::server)?;
@@ -206,7 +208,9 @@ fn answered_calls(messages: &[ChatMessage]) -> Result<Vec<(String, String)>, Api
             let id = m.tool_call_id.as_deref().unwrap_or_default();
             if !made.contains(&id) {
                 return Err(ApiError::bad_request(
-                    format!("a `tool` message's tool_call_id `{id}` matches no tool call of an earlier assistant message"),
+                    format!(
+                        "a `tool` message's tool_call_id `{id}` matches no tool call of an earlier assistant message"
+                    ),
                     "invalid_tool_call_id",
                 ));
             }

@@ -88,7 +88,10 @@ impl Recording {
             }
         }
         let next = after.map_or(0, |a| a + 1);
-        self.responses.get(next).map(Vec::as_slice).ok_or_else(|| "the recording ended before this tool call's answer".into())
+        self.responses
+            .get(next)
+            .map(Vec::as_slice)
+            .ok_or_else(|| "the recording ended before this tool call's answer".into())
     }
 }
 
@@ -113,7 +116,8 @@ impl Sink for Collect {
     }
 
     fn write(&mut self, batch: &[OutputEvent]) -> Result<(), SinkError> {
-        let mut out = self.out.lock().map_err(|_| SinkError::Other { sink: "openai-replay", message: "poisoned".into() })?;
+        let mut out =
+            self.out.lock().map_err(|_| SinkError::Other { sink: "openai-replay", message: "poisoned".into() })?;
         for ev in batch {
             self.encoder.push(ev, &mut out);
         }

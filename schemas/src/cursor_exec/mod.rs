@@ -213,18 +213,46 @@ pub struct McpArgs {
 /// What an exec request asks for, one variant per arm the engine maps (SPEC §9.5).
 #[derive(Clone, Debug, PartialEq)]
 pub enum ExecRequest {
-    Shell { command: String, cwd: Option<String>, timeout_ms: Option<i64> },
-    Read { path: String },
-    Ls { path: String },
+    Shell {
+        command: String,
+        cwd: Option<String>,
+        timeout_ms: Option<i64>,
+    },
+    Read {
+        path: String,
+    },
+    Ls {
+        path: String,
+    },
     /// `grep_args` with a pattern.
-    Grep { pattern: String, path: String, glob: Option<String> },
+    Grep {
+        pattern: String,
+        path: String,
+        glob: Option<String>,
+    },
     /// `grep_args` with a glob and no pattern: a file search.
-    Glob { pattern: String, path: String },
-    Write { path: String, content: String },
-    Delete { path: String },
-    Mcp { name: String, tool_name: String, provider: Option<String>, args: Map<String, Value> },
+    Glob {
+        pattern: String,
+        path: String,
+    },
+    Write {
+        path: String,
+        content: String,
+    },
+    Delete {
+        path: String,
+    },
+    Mcp {
+        name: String,
+        tool_name: String,
+        provider: Option<String>,
+        args: Map<String, Value>,
+    },
     /// An arm the engine does not map (`diagnosticsArgs`, `fetchArgs`, …).
-    Other { arm: String, value: Value },
+    Other {
+        arm: String,
+        value: Value,
+    },
 }
 
 impl ExecServerMessage {

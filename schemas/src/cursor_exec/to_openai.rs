@@ -31,8 +31,8 @@ use serde_json::{json, Value};
 
 use super::{
     DeleteSuccess, ExecClientControlMessage, ExecClientMessage, ExecError, ExecRequest, ExecResult, ExecServerMessage,
-    GrepFilesResult, GrepSuccess, GrepUnionResult, LsSuccess, McpContentItem, McpSuccess, McpText, Outcome, ReadSuccess,
-    ShellOutcome, ShellResult, StreamClose, WriteSuccess,
+    GrepFilesResult, GrepSuccess, GrepUnionResult, LsSuccess, McpContentItem, McpSuccess, McpText, Outcome,
+    ReadSuccess, ShellOutcome, ShellResult, StreamClose, WriteSuccess,
 };
 use crate::ids::hash8;
 
@@ -95,7 +95,10 @@ pub fn to_tool_call(msg: &ExecServerMessage) -> Option<OpenAiToolCall> {
 
 /// The client's answer (the text of its `role:"tool"` message) as the messages that go back to
 /// the backend: the result, then `stream_close`. `None` for arms that have no mapping.
-pub fn to_client_messages(msg: &ExecServerMessage, answer: &str) -> Option<(ExecClientMessage, ExecClientControlMessage)> {
+pub fn to_client_messages(
+    msg: &ExecServerMessage,
+    answer: &str,
+) -> Option<(ExecClientMessage, ExecClientControlMessage)> {
     let failed = answer.trim_start().starts_with("Error:");
     let error = || ExecError { error: answer.trim().to_owned() };
     let result = match msg.request() {

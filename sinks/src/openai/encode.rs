@@ -20,7 +20,9 @@ pub enum SseEvent {
     Error(ErrorBody),
     /// `data: [DONE]`: the response is over; `tool_call_ids` are the client tool calls it ended
     /// with (empty after `stop` or an error).
-    Done { tool_call_ids: Vec<String> },
+    Done {
+        tool_call_ids: Vec<String>,
+    },
 }
 
 impl SseEvent {
@@ -218,9 +220,7 @@ impl Writer<'_> {
 
     fn fail(&mut self, message: String, reason: StopReason) {
         let kind = if reason == StopReason::Aborted { "cancelled" } else { "cursor_run_error" };
-        self.out.push(SseEvent::Error(ErrorBody {
-            error: ErrorDetail { message, kind: kind.into(), code: None },
-        }));
+        self.out.push(SseEvent::Error(ErrorBody { error: ErrorDetail { message, kind: kind.into(), code: None } }));
         self.st.calls.clear();
         self.st.usage = CompletionUsage::default();
         self.close(Vec::new());

@@ -62,4 +62,3 @@ impl<W: Write + Send> Sink for OpenAiSseSink<W> {
         self.out.flush().map_err(|source| SinkError::Io { sink: NAME, source })
     }
 }
-

@@ -331,6 +331,9 @@ settings! {
     /// When the OTLP gRPC sink's queue is full: drop_newest or block.
     otlp_grpc_when_full: WhenFull = crate::sinks::SinkKind::OtlpGrpc.info().when_full, ANY,
         env ["TOOLSTREAM_OTLP_GRPC_WHEN_FULL"], flag None, file true;
+    /// When the OpenAI SSE file sink's queue is full: block or drop_newest.
+    openai_sse_when_full: WhenFull = crate::sinks::SinkKind::OpenAiSse.info().when_full, ANY,
+        env ["TOOLSTREAM_OPENAI_SSE_WHEN_FULL"], flag None, file true;
 }
 
 pub const DEFAULT_TRACE_FILE: &str = "toolstream-trace.jsonl";
@@ -579,6 +582,7 @@ impl Config {
             SinkKind::CursorDb => &self.cursor_db_when_full,
             SinkKind::Otlp => &self.otlp_when_full,
             SinkKind::OtlpGrpc => &self.otlp_grpc_when_full,
+            SinkKind::OpenAiSse => &self.openai_sse_when_full,
         };
         (s.origin != Origin::Default).then_some(s.value)
     }

@@ -319,6 +319,12 @@ fn observer(name: &str, dir: &Path) -> Option<Observer> {
                 e.contains("sink=otlp-grpc=http://127.0.0.1:9 when_full=block")
             })
         }
+        "openai_sse_when_full" => {
+            let args = vec!["replay".into(), "--sink".into(), "openai-sse=o.sse".into(), demo.clone()];
+            o(args, vec![("TOOLSTREAM_OPENAI_SSE_WHEN_FULL", "drop_newest")], debug(), Look::Stderr, |e| {
+                e.contains("sink=openai-sse=o.sse when_full=drop_newest")
+            })
+        }
         _ => return None,
     })
 }

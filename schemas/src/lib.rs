@@ -4,12 +4,14 @@
 
 pub mod cursor_bubble;
 pub mod cursor_cli;
+pub mod cursor_exec;
 pub mod cursor_sdk;
 pub mod event;
 pub mod ids;
 pub mod iso_time;
 pub mod models;
 pub mod num;
+pub mod openai;
 pub mod tools;
 
 pub use event::*;

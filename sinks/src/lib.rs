@@ -4,6 +4,7 @@
 pub mod cards;
 pub mod cursor_db;
 pub mod jsonl_trace;
+pub mod openai;
 pub mod otel;
 pub mod pi_events;
 pub mod pi_session;

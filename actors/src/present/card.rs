@@ -4,6 +4,7 @@
 
 use serde_json::{json, Value};
 use toolstream_schemas::cursor_cli::tool_models::{parse_args, parse_failure, parse_success};
+use toolstream_schemas::cursor_exec::OPENAI_TOOL_CALL_FIELD;
 use toolstream_schemas::{
     CallRef, Card, IncompleteCall, LineKind, RawJson, StyledLine, Tool, ToolEvent, ToolKind, ToolResult,
 };
@@ -60,6 +61,13 @@ pub fn build_card(ctx: &CardContext<'_>, ev: &ToolEvent) -> Card {
     let mut card = assemble(ctx, &ev.tool, rendered, raw_args, status, call_ref(&ev.call_id));
     card.started_ms = ev.started_at_ms;
     card.completed_ms = ev.completed_at_ms;
+    // An exec call (SPEC §1.4) carries the OpenAI tool call it maps to, for the OpenAI sink.
+    if let Some((_, call)) = ev.extra.iter().find(|(k, _)| k == OPENAI_TOOL_CALL_FIELD) {
+        if let (Ok(mut call), Some(obj)) = (serde_json::from_str::<Value>(call.get()), card.details.as_object_mut()) {
+            ctx.scrubber.scrub_json(&mut call);
+            obj.insert(OPENAI_TOOL_CALL_FIELD.into(), call);
+        }
+    }
     if ctx.keep_recorded {
         let result = ev.result.as_ref().and_then(|r| serde_json::from_str::<Value>(r.value.get()).ok());
         card.recorded_result = result.map(|v| recorded(ctx, v));

@@ -226,7 +226,11 @@ impl Run {
                 self.separate_next_text = self.message_open && self.msg_has_text;
             }
             Input::ToolStarted(mut t) | Input::ToolPartial(mut t) => {
-                self.unknown_fields(cfg, out, "tool", std::mem::take(&mut t.extra));
+                let unknown = std::mem::take(&mut t.extra)
+                    .into_iter()
+                    .filter(|(k, _)| k != toolstream_schemas::cursor_exec::OPENAI_TOOL_CALL_FIELD)
+                    .collect();
+                self.unknown_fields(cfg, out, "tool", unknown);
                 let now = self.now;
                 if self.calls.start(&t, now) {
                     let hash = call_ref(&t.call_id).hash;
@@ -234,7 +238,12 @@ impl Run {
                 }
             }
             Input::ToolCompleted(mut t) => {
-                self.unknown_fields(cfg, out, "tool", std::mem::take(&mut t.extra));
+                // An exec call's OpenAI tool call is not unknown: the card keeps it (SPEC §1.4).
+                let (keep, unknown) = std::mem::take(&mut t.extra)
+                    .into_iter()
+                    .partition(|(k, _)| k == toolstream_schemas::cursor_exec::OPENAI_TOOL_CALL_FIELD);
+                t.extra = keep;
+                self.unknown_fields(cfg, out, "tool", unknown);
                 if let Some(r) = t.result.as_mut() {
                     self.unknown_fields(cfg, out, "tool-result", std::mem::take(&mut r.extra));
                 }

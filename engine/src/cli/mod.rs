@@ -8,6 +8,7 @@ mod hooks_json;
 mod models;
 mod pi_provider;
 mod replay;
+mod serve;
 mod stats;
 mod wrap;
 
@@ -79,6 +80,8 @@ pub enum Command {
     Doctor(hook::HostArgs),
     /// Remove toolstream's hook from a host (`uninstall cursor`), leaving every other hook.
     Uninstall(hook::HostArgs),
+    /// Serve an API in front of Cursor (`serve openai`: OpenAI-compatible chat completions).
+    Serve(serve::ServeArgs),
 }
 
 /// Options shared by every command that reads streams.
@@ -202,6 +205,8 @@ pub enum FormatArg {
     Auto,
     CursorCli,
     CursorSdk,
+    /// The agent backend's exec messages in proto3-JSON (seed 002; see `examples/exec-demo.jsonl`).
+    CursorExec,
 }
 
 impl FormatArg {
@@ -210,6 +215,7 @@ impl FormatArg {
             FormatArg::Auto => None,
             FormatArg::CursorCli => Some(Format::CursorCli),
             FormatArg::CursorSdk => Some(Format::CursorSdk),
+            FormatArg::CursorExec => Some(Format::CursorExec),
         }
     }
 }
@@ -284,6 +290,7 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Install(args) => hook::run_install(args),
         Command::Doctor(args) => hook::run_doctor(args),
         Command::Uninstall(args) => hook::run_uninstall(args),
+        Command::Serve(args) => serve::run(args),
     }
 }
 

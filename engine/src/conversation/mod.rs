@@ -9,6 +9,7 @@
 //! the whole history is still too large the oldest turns are cut — never silently: the prompt
 //! says how many turns were left out, and [`Flattened::cut_turns`] tells the caller.
 
+pub mod openai;
 pub mod pi;
 
 use std::fmt::Write as _;

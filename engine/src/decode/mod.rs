@@ -1,8 +1,9 @@
-//! Decoding: NDJSON framing, per-file format detection (Cursor CLI `stream-json` or the
-//! `@cursor/sdk` recording format) and decoding of each line into canonical input events. A bad
+//! Decoding: NDJSON framing, per-file format detection (Cursor CLI `stream-json`, the
+//! `@cursor/sdk` recording format, or an exec recording of the agent backend's messages) and decoding of each line into canonical input events. A bad
 //! line becomes a [`DecodeError`] with its line number and byte offset; decoding goes on.
 
 pub mod cli;
+pub mod exec;
 pub mod framing;
 pub mod sdk;
 
@@ -15,13 +16,15 @@ use toolstream_schemas::{InputEvent, RawJson, SourcePos, UnknownFields};
 
 use self::framing::Frame;
 
-/// The two line formats toolstream reads.
+/// The line formats toolstream reads.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum Format {
     /// Cursor CLI `--output-format stream-json`.
     CursorCli,
     /// toolstream's `@cursor/sdk` recording format (`{"at_ms":…,"delta"|"step"|"wait"|"start":…}`).
     CursorSdk,
+    /// The agent backend's exec protocol in proto3-JSON (`{"interactionUpdate"|"execServerMessage"|…}`).
+    CursorExec,
 }
 
 impl Format {
@@ -29,6 +32,7 @@ impl Format {
         match self {
             Format::CursorCli => "cursor-cli",
             Format::CursorSdk => "cursor-sdk",
+            Format::CursorExec => "cursor-exec",
         }
     }
 }
@@ -52,6 +56,7 @@ pub struct Decoder {
     forced: bool,
     cli: cli::CliDecoder,
     sdk: sdk::SdkDecoder,
+    exec: exec::ExecDecoder,
     max_line: usize,
 }
 
@@ -64,6 +69,7 @@ impl Decoder {
             forced: format.is_some(),
             cli: cli::CliDecoder::default(),
             sdk: sdk::SdkDecoder::default(),
+            exec: exec::ExecDecoder::default(),
             max_line: framing::DEFAULT_MAX_LINE_BYTES,
         }
     }
@@ -151,6 +157,7 @@ impl Decoder {
         match format {
             Format::CursorCli => self.cli.decode(text, pos, out),
             Format::CursorSdk => self.sdk.decode(text, pos, out),
+            Format::CursorExec => self.exec.decode(text, pos, out),
         }
     }
 
@@ -159,11 +166,15 @@ impl Decoder {
     }
 }
 
-/// Decide the format from one line: CLI lines have a `type`; SDK records have `at_ms` or one of
-/// `delta|step|wait|start`.
+/// Decide the format from one line: CLI lines have a `type`; SDK records have one of
+/// `delta|step|wait|start` (or only `at_ms`); exec records have one of the message fields of
+/// `cursor_exec::RECORD_KEYS` (and no `type`, `delta`, …). The three sets of keys are disjoint,
+/// so one line is never ambiguous.
 fn detect(text: &str) -> Result<Format, String> {
     #[derive(Deserialize)]
     struct Probe {
+        #[serde(flatten)]
+        rest: std::collections::HashMap<String, IgnoredAny>,
         #[serde(rename = "type")]
         kind: Option<IgnoredAny>,
         at_ms: Option<IgnoredAny>,
@@ -173,12 +184,17 @@ fn detect(text: &str) -> Result<Format, String> {
         start: Option<IgnoredAny>,
     }
     let p: Probe = serde_json::from_str(text).map_err(|e| e.to_string())?;
+    let exec = p.rest.keys().any(|k| toolstream_schemas::cursor_exec::RECORD_KEYS.contains(&k.as_str()));
     if p.kind.is_some() {
         Ok(Format::CursorCli)
-    } else if p.at_ms.is_some() || p.delta.is_some() || p.step.is_some() || p.wait.is_some() || p.start.is_some() {
+    } else if p.delta.is_some() || p.step.is_some() || p.wait.is_some() || p.start.is_some() {
+        Ok(Format::CursorSdk)
+    } else if exec {
+        Ok(Format::CursorExec)
+    } else if p.at_ms.is_some() {
         Ok(Format::CursorSdk)
     } else {
-        Err("unrecognised line: neither a stream-json line (no `type`) nor an SDK record".into())
+        Err("unrecognised line: not a stream-json line (no `type`), an SDK record or an exec message".into())
     }
 }
 
@@ -266,6 +282,8 @@ mod tests {
     fn detects_formats() {
         assert_eq!(detect(r#"{"type":"system"}"#), Ok(Format::CursorCli));
         assert_eq!(detect(r#"{"at_ms":1,"delta":{}}"#), Ok(Format::CursorSdk));
+        assert_eq!(detect(r#"{"at_ms":1,"execServerMessage":{}}"#), Ok(Format::CursorExec));
+        assert_eq!(detect(r#"{"interaction_update":{}}"#), Ok(Format::CursorExec));
         assert!(detect(r#"{"x":1}"#).is_err());
         assert!(detect("not json").is_err());
     }

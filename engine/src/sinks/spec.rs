@@ -12,6 +12,7 @@ use std::str::FromStr;
 use toolstream_sinks::cards::{CardsOptions, CardsSink};
 use toolstream_sinks::cursor_db::{CursorDbOptions, CursorDbSink};
 use toolstream_sinks::jsonl_trace::JsonlTraceSink;
+use toolstream_sinks::openai::OpenAiSseSink;
 use toolstream_sinks::otel::config::{OtelConfig, Protocol};
 use toolstream_sinks::otel::OtelSink;
 use toolstream_sinks::pi_session::dir::{PiSessionsOptions, PiSessionsSink, SessionsRoot};
@@ -32,6 +33,7 @@ pub enum SinkKind {
     CursorDb,
     Otlp,
     OtlpGrpc,
+    OpenAiSse,
 }
 
 /// A sink's argument.
@@ -109,6 +111,13 @@ pub const KINDS: &[KindInfo] = &[
         arg: Arg::Optional("URL"),
         when_full: WhenFull::DropNewest,
         help: "OpenTelemetry traces and metrics over OTLP gRPC to URL (`http://HOST:4317`)",
+    },
+    KindInfo {
+        kind: SinkKind::OpenAiSse,
+        name: "openai-sse",
+        arg: Arg::Required("PATH"),
+        when_full: WhenFull::Block,
+        help: "the OpenAI `chat.completion.chunk` server-sent events a client would have received for each run",
     },
 ];
 
@@ -325,6 +334,13 @@ impl SinkSpec {
                     Ok(Box::new(sink) as Box<dyn Sink>)
                 })
             }
+            SinkKind::OpenAiSse => Box::new(move || {
+                let file = std::fs::File::create(&path).map_err(|source| SinkError::Other {
+                    sink: "openai-sse",
+                    message: format!("cannot create {}: {source}", path.display()),
+                })?;
+                Ok(Box::new(OpenAiSseSink::new(io::BufWriter::new(file))) as Box<dyn Sink>)
+            }),
             SinkKind::Otlp | SinkKind::OtlpGrpc => {
                 let protocol = (self.kind == SinkKind::OtlpGrpc).then_some(Protocol::Grpc);
                 let endpoint = self.path.as_ref().map(|p| p.display().to_string());
@@ -341,7 +357,7 @@ impl SinkSpec {
         let compact = match self.kind {
             SinkKind::Cards => ctx.compact_cards,
             SinkKind::PiSession | SinkKind::PiSessions => ctx.compact_model_results,
-            SinkKind::Jsonl | SinkKind::CursorDb | SinkKind::Otlp | SinkKind::OtlpGrpc => false,
+            SinkKind::Jsonl | SinkKind::CursorDb | SinkKind::Otlp | SinkKind::OtlpGrpc | SinkKind::OpenAiSse => false,
         };
         let open: OpenSink = if compact { Box::new(move || open().map(CompactShellResults::wrap)) } else { open };
         SinkPlan { label: self.label(), when_full, open }
@@ -362,6 +378,7 @@ mod tests {
             SinkKind::CursorDb,
             SinkKind::Otlp,
             SinkKind::OtlpGrpc,
+            SinkKind::OpenAiSse,
         ] {
             assert_eq!(KINDS.iter().filter(|k| k.kind == kind).count(), 1, "{kind:?}");
             assert_eq!(kind.info().kind, kind);
@@ -385,7 +402,7 @@ mod tests {
         assert!(p("jsonl").unwrap_err().contains("needs a PATH"));
         assert!(p("cards=x").unwrap_err().contains("takes no argument"));
         assert!(p("nope").unwrap_err().contains(
-            "available: cards, jsonl=PATH, pi-session=PATH, pi-sessions[=DIR], cursor-db=PATH, otlp[=URL], otlp-grpc[=URL]"
+            "available: cards, jsonl=PATH, pi-session=PATH, pi-sessions[=DIR], cursor-db=PATH, otlp[=URL], otlp-grpc[=URL], openai-sse=PATH"
         ));
         assert_eq!(p("pi-sessions"), Ok(SinkSpec::new(SinkKind::PiSessions, None)));
         assert_eq!(p("pi-sessions=d"), Ok(SinkSpec::new(SinkKind::PiSessions, Some("d".into()))));

@@ -1,0 +1,151 @@
+"""Drives `toolstream serve openai` with the official `openai` Python SDK (engine/tests/openai.rs).
+
+    openai_client.py replay BASE_URL KEY   a recorded exec run: streamed tool loop, non-streamed,
+                                           and the bad requests
+    openai_client.py live BASE_URL         one plain completion with earlier turns
+
+Prints one JSON object with what it saw; any failed check raises (non-zero exit).
+"""
+import json
+import sys
+
+import httpx
+import openai
+from openai import OpenAI
+
+# Canned answers to the recording's tool calls, by tool name.
+ANSWERS = {
+    "bash": "lib.rs\nmain.rs",
+    "read": "fn main() {}\n",
+    "grep": "/work/demo/src/main.rs",
+    "get_weather": "22°C, partly cloudy",
+}
+
+TOOLS = [
+    {"type": "function", "function": {"name": n, "parameters": {"type": "object", "properties": {}}}}
+    for n in ANSWERS
+]
+
+
+def streamed_tool_loop(client):
+    messages = [{"role": "user", "content": "Look at the project, then tell me the weather in Tokyo."}]
+    calls, rounds = [], 0
+    while True:
+        rounds += 1
+        assert rounds <= 10, "too many rounds"
+        stream = client.chat.completions.create(model="auto", messages=messages, tools=TOOLS, stream=True)
+        content, tool_calls, finish, roles = "", {}, None, 0
+        for chunk in stream:
+            choice = chunk.choices[0]
+            roles += 1 if choice.delta.role == "assistant" else 0
+            content += choice.delta.content or ""
+            for tc in choice.delta.tool_calls or []:
+                entry = tool_calls.setdefault(tc.index, {"id": tc.id, "name": "", "arguments": ""})
+                entry["name"] += tc.function.name or ""
+                entry["arguments"] += tc.function.arguments or ""
+            finish = choice.finish_reason or finish
+        assert roles == 1, f"one role chunk per response, got {roles}"
+        if finish == "stop":
+            assert not tool_calls, tool_calls
+            return {"final": content, "calls": calls, "rounds": rounds}
+        assert finish == "tool_calls", finish
+        assert tool_calls, "finish_reason tool_calls without tool calls"
+        messages.append({
+            "role": "assistant",
+            "content": content or None,
+            "tool_calls": [
+                {"id": c["id"], "type": "function", "function": {"name": c["name"], "arguments": c["arguments"]}}
+                for c in tool_calls.values()
+            ],
+        })
+        for c in tool_calls.values():
+            json.loads(c["arguments"])  # valid JSON arguments
+            calls.append(c["name"])
+            messages.append({"role": "tool", "tool_call_id": c["id"], "content": ANSWERS[c["name"]]})
+
+
+def non_streamed(client):
+    first = client.chat.completions.create(
+        model="auto", messages=[{"role": "user", "content": "go"}], tools=TOOLS
+    )
+    choice = first.choices[0]
+    assert choice.finish_reason == "tool_calls", choice.finish_reason
+    call = choice.message.tool_calls[0]
+    assert call.function.name == "bash", call
+    second = client.chat.completions.create(
+        model="auto",
+        messages=[
+            {"role": "user", "content": "go"},
+            {"role": "assistant", "content": None, "tool_calls": [call.model_dump()]},
+            {"role": "tool", "tool_call_id": call.id, "content": "lib.rs\nmain.rs"},
+        ],
+        tools=TOOLS,
+    )
+    assert second.choices[0].finish_reason == "tool_calls"
+    return {"first_tool": call.function.name, "first_args": json.loads(call.function.arguments),
+            "second_tool": second.choices[0].message.tool_calls[0].function.name,
+            "usage_total": first.usage.total_tokens}
+
+
+def expect(kind, status, fn):
+    try:
+        fn()
+    except kind as e:
+        assert e.status_code == status, (e.status_code, e)
+        body = e.body if isinstance(e.body, dict) else {}
+        detail = body.get("error", body)
+        assert {"message", "type", "code"} <= set(detail), body
+        return detail.get("code")
+    raise AssertionError(f"expected {kind.__name__}")
+
+
+def bad_requests(client, base, key):
+    out = {}
+    out["no_messages"] = expect(openai.BadRequestError, 400,
+                                lambda: client.chat.completions.create(model="auto", messages=[]))
+    out["unknown_model"] = expect(openai.NotFoundError, 404, lambda: client.chat.completions.create(
+        model="no-such-model", messages=[{"role": "user", "content": "x"}]))
+    out["unknown_tool_call"] = expect(openai.BadRequestError, 400, lambda: client.chat.completions.create(
+        model="auto", messages=[
+            {"role": "user", "content": "x"},
+            {"role": "assistant", "tool_calls": [
+                {"id": "call_nope", "type": "function", "function": {"name": "bash", "arguments": "{}"}}]},
+            {"role": "tool", "tool_call_id": "call_nope", "content": "x"}]))
+    wrong = OpenAI(base_url=base, api_key="wrong-key", max_retries=0)
+    out["wrong_key"] = expect(openai.AuthenticationError, 401, lambda: wrong.models.list())
+    # Malformed JSON: the SDK never sends it, so through its HTTP client.
+    r = httpx.post(base + "/chat/completions", content=b"{not json",
+                   headers={"Authorization": f"Bearer {key}", "Content-Type": "application/json"})
+    assert r.status_code == 400, r.status_code
+    out["malformed_json"] = r.json()["error"]["code"]
+    return out
+
+
+def main():
+    mode, base = sys.argv[1], sys.argv[2]
+    if mode == "replay":
+        key = sys.argv[3]
+        client = OpenAI(base_url=base, api_key=key, max_retries=0, timeout=60)
+        models = [m.id for m in client.models.list()]
+        result = {"models": models, "bad": bad_requests(client, base, key)}
+        # The bad requests left the server as it was.
+        result["streamed"] = streamed_tool_loop(client)
+        result["non_streamed"] = non_streamed(client)
+    else:
+        client = OpenAI(base_url=base, api_key="unused", max_retries=0, timeout=60)
+        done = client.chat.completions.create(model="auto", messages=[
+            {"role": "system", "content": "You are terse."},
+            {"role": "user", "content": "What does the price code do?"},
+            {"role": "assistant", "content": "It rounds totals (HISTORY-MARKER-7)."},
+            {"role": "user", "content": "Fix the rounding bug."},
+        ])
+        result = {"content": done.choices[0].message.content, "finish": done.choices[0].finish_reason,
+                  "usage_total": done.usage.total_tokens}
+        streamed = client.chat.completions.create(model="auto", stream=True,
+                                                  messages=[{"role": "user", "content": "again"}])
+        result["streamed"] = "".join(c.choices[0].delta.content or "" for c in streamed if c.choices)
+    print(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main()

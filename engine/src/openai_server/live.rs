@@ -60,6 +60,9 @@ pub fn start(
         model,
         workspace: opts.workspace.clone(),
         extra_args: Vec::new(),
+        // Every request carries its whole conversation: a fresh chat each time (seed 002).
+        resume: None,
+        mode: None,
         prompt: flat.prompt,
     };
     let (source, agent) = cursor_agent::spawn(&cmd)?;

@@ -41,7 +41,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use toolstream_actors::present::scrub::Scrubber;
 use toolstream_sinks::jsonl_trace::JsonlTraceSink;
 use toolstream_sinks::otel::config::DEFAULT_FLUSH_TIMEOUT;
-use toolstream_sinks::pi_events::failed_message_lines;
+use toolstream_sinks::pi_events::failed_message_steps;
 use toolstream_sinks::Sink;
 
 use crate::config::Config;
@@ -49,7 +49,7 @@ use crate::pipeline::{Canceller, Pipeline, PipelineError, PipelineOptions};
 use crate::sinks::{keeps_recorded, report_to_stderr, SinkContext, SinkPlan, SinkSpec};
 use crate::source::Source;
 use cursor_agent::{AgentCommand, AgentProcess};
-use gate::{Ack, Gate, Outcome};
+use gate::{Ack, Gate, Outcome, Outgoing};
 use protocol::{InLine, Request, SourceSpec};
 use sink::ProviderSink;
 
@@ -162,7 +162,7 @@ pub fn serve(opts: ProviderOptions) -> i32 {
 
 fn exit_code(outcome: &Outcome) -> i32 {
     match outcome {
-        Outcome::Finished { last_reason } if last_reason.as_deref() == Some("stop") => 0,
+        Outcome::Finished { last_reason: Some("stop") } => 0,
         Outcome::Finished { .. } | Outcome::OutputGone => 1,
         Outcome::Aborted => 130,
     }
@@ -171,8 +171,7 @@ fn exit_code(outcome: &Outcome) -> i32 {
 /// Deliver one failed message (`start` + `error`) and nothing else; returns `code`.
 fn fail(gate: &Gate, scrubber: &Scrubber, model: &str, msg: &str, code: i32) -> i32 {
     eprintln!("toolstream: {}", scrubber.scrub(msg));
-    let lines = failed_message_lines(model, now_ms(), false, &scrubber.scrub(msg));
-    gate.push_lines(lines.lines().map(str::to_owned));
+    gate.push(failed_message_steps(model, now_ms(), false, &scrubber.scrub(msg)).map(Outgoing::Event));
     gate.end_input();
     match gate.wait() {
         Outcome::Aborted => 130,

@@ -270,7 +270,8 @@ impl Pipeline {
     }
 
     /// Read one source to its end. Decode errors are passed to `on_error` and counted; runs still
-    /// open at the source's end are closed as failed (`missing result`).
+    /// open at the source's end are closed as failed (`missing result`, or the source's own
+    /// failure when it reports one: [`Source::failure`]).
     pub fn run_source(&mut self, source: &Source, on_error: &mut dyn FnMut(&DecodeError)) -> Result<(), PipelineError> {
         let name = source.name();
         let reader = source.open().map_err(|error| PipelineError::Read { source_name: name.clone(), error })?;
@@ -316,6 +317,14 @@ impl Pipeline {
         feed.file.bytes = lines.position();
         feed.file.format = decoder.format().map(Format::as_str);
         feed.file.ignored_updates = decoder.ignored_updates();
+        // A source read to its end may have failed there (a cursor-agent that exited non-zero).
+        let failure = if outcome.is_ok() { source.failure() } else { None };
+        if let Some(message) = failure {
+            tracing::debug!(source = %name, "the source failed: {message}");
+            for items in &mut feed.pending {
+                items.push(Item::SourceFailed(Arc::from(message.as_str())));
+            }
+        }
         self.end_feed(feed, outcome)
     }
 

@@ -528,6 +528,8 @@ fn cursor_agent_runs_with_the_prompt_and_streams_live() {
     check_protocol(&d.lines).unwrap();
     assert_eq!(d.messages, session_messages(&demo));
     assert_eq!(d.code, 0);
+    // Its chat id (the `system/init` session id) comes first, for `--resume` later.
+    assert_eq!(d.lines[0], json!({"type": "chat", "chatId": "5f1c2a9e-7b3d-4e21-9c8a-2d6f0e4b1a77"}));
     let args = std::fs::read_to_string(&args_file).unwrap();
     let expected = [
         "-p",

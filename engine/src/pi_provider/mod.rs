@@ -148,7 +148,7 @@ pub fn serve(opts: ProviderOptions) -> i32 {
     if !delivered.load(Ordering::SeqCst) && !canceller.is_cancelled() {
         let msg = agent
             .as_ref()
-            .and_then(|a| a.unreported_failure())
+            .and_then(|a| a.failure())
             .or_else(|| result.as_ref().err().map(ToString::to_string))
             .unwrap_or_else(|| match &request.source {
                 SourceSpec::Replay { path, .. } => format!("{} holds no Cursor run", path.display()),

@@ -28,6 +28,12 @@ use toolstream_schemas::InputEvent;
 /// How often live sources tick (ms of wall time).
 const TICK_MS: u64 = 25;
 
+/// A batch read from a stream is also handed over once it holds this many bytes of source lines,
+/// however few items that is: every queue between the stages is bounded in batches, so this is
+/// what bounds them in bytes when lines are large (tool results of many KB each). At the typical
+/// few hundred bytes per line, `batch_items` is reached first.
+const BATCH_BYTES: u64 = 256 * 1024;
+
 /// How a pipeline reads.
 #[derive(Clone, Debug)]
 pub struct PipelineOptions {
@@ -307,6 +313,7 @@ impl Pipeline {
             for ev in events.drain(..) {
                 self.push_event(&mut feed, ev);
             }
+            feed.pending_bytes = lines.position().saturating_sub(feed.handed_at);
             // Live input is handed over as soon as the next read could wait for more; a recording
             // (or a burst of piped lines already buffered) in batches.
             let waits = feed.mode == ClockMode::Realtime || (feed.live() && !lines.has_buffered_line());
@@ -377,6 +384,8 @@ impl Pipeline {
             ticker,
             pacer: Pacer::default(),
             pending: (0..self.shards.len()).map(|_| Vec::new()).collect(),
+            pending_bytes: 0,
+            handed_at: 0,
             // Each source keeps its own time: a recording is never clamped by what was read before.
             time: EventTime::default(),
             // The stats counter is always there; the user's sinks follow it.
@@ -426,9 +435,15 @@ impl Pipeline {
     /// Hand the queued items over when a shard's batch is full, or when `waits` (the next item may
     /// be a while) and anything is queued; false once the pipeline was cancelled.
     fn hand_over(&self, feed: &mut Feed, waits: bool) -> bool {
-        let full = feed.pending.iter().any(|items| items.len() >= self.opts.batch_items.max(1));
+        let full = feed.pending_bytes >= BATCH_BYTES
+            || feed.pending.iter().any(|items| items.len() >= self.opts.batch_items.max(1));
         let dry = waits && feed.pending.iter().any(|items| !items.is_empty());
-        !(full || dry) || self.send_all(&mut feed.pending)
+        if !(full || dry) {
+            return true;
+        }
+        feed.handed_at += feed.pending_bytes;
+        feed.pending_bytes = 0;
+        self.send_all(&mut feed.pending)
     }
 
     /// End of a source: whatever is still open ended without its `result` (unless the pipeline
@@ -554,6 +569,9 @@ struct Feed {
     ticker: Option<Ticker>,
     pacer: Pacer,
     pending: Vec<Vec<Item>>,
+    /// Source bytes read into `pending`, and the source position where it started.
+    pending_bytes: u64,
+    handed_at: u64,
     time: EventTime,
     user_sinks_failed: Vec<Arc<AtomicBool>>,
     checked_at: u64,

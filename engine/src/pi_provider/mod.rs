@@ -9,12 +9,17 @@
 //!   `{"type":"tool_result","toolCallId",…}` (a pi-ai `ToolResultMessage`; `role` optional);
 //! - `{"type":"abort"}` at any time. The end of stdin counts as `abort`.
 //!
-//! **Output** (stdout, nothing else ever goes there): the lines of the pi live-events sink
-//! (`toolstream_sinks::pi_events`): per assistant message `start`, block events, exactly one
-//! `done{reason: stop|toolUse}` or `error{reason: error|aborted}`; after a `toolUse` message its
-//! `tool_results` line (the recorded result of each replay call). Then delivery **pauses** until
-//! every call of that message has its `tool_result`, so each pi provider call reads exactly one
-//! message. After the last message (`stop` or `error`) the process exits.
+//! **Output** (stdout, nothing else ever goes there): first, as soon as the run's Cursor chat id is
+//! known, `{"type":"chat","chatId"}` — the `session_id` of stream-json's `system/init` (what
+//! `cursor-agent --resume` takes), or an SDK recording's `start.session_id`; once per run, before
+//! the first message's `start`, none when the source names no id. Then the lines of the pi
+//! live-events sink (`toolstream_sinks::pi_events`, handed over typed and serialized once by the
+//! gate): per assistant message `start`, block events, exactly one `done{reason: stop|toolUse}` or
+//! `error{reason: error|aborted}`; after a `toolUse` message its `tool_results` line (the recorded
+//! result of each replay call). Then delivery **pauses** until every call of that message has its
+//! `tool_result`, so each pi provider call reads exactly one message; what waits meanwhile is
+//! bounded (`gate::WAITING_LIMIT_BYTES`; past it the source is not read further). After the last
+//! message (`stop` or `error`) the process exits.
 //!
 //! Why one process per run, not one per provider call: pi calls its provider once per assistant
 //! message, but a Cursor run is one `cursor-agent` invocation that cannot be restarted half-way

@@ -23,6 +23,10 @@ pub enum Item {
     },
     /// Time passes without an event (live sources): fire every timer due by then.
     Tick(u64),
+    /// The current source failed (a spawned `cursor-agent` exited non-zero, SPEC §1.1 rule 10):
+    /// every open run ends as failed with this message (scrubbed by the run stage), as if its
+    /// source had reported the failure. `EndOfSource` follows.
+    SourceFailed(Arc<str>),
     /// The current source ended: every open run ends without its `result`.
     EndOfSource,
     /// Cancel every open run (Ctrl-C).
@@ -49,7 +53,7 @@ impl Item {
             Item::Lifecycle(l) | Item::ShellProgress { line: l, .. } => Some(l.at_ms),
             Item::Diagnostic { at_ms, .. } => Some(*at_ms),
             Item::Tick(t) => Some(*t),
-            Item::EndOfSource | Item::Cancel => None,
+            Item::SourceFailed(_) | Item::EndOfSource | Item::Cancel => None,
         }
     }
 
@@ -59,7 +63,7 @@ impl Item {
             Item::Input(ev) => Some(&ev.session),
             Item::Lifecycle(l) | Item::ShellProgress { line: l, .. } => Some(&l.session),
             Item::Diagnostic { session, .. } => Some(session),
-            Item::Tick(_) | Item::EndOfSource | Item::Cancel => None,
+            Item::Tick(_) | Item::SourceFailed(_) | Item::EndOfSource | Item::Cancel => None,
         }
     }
 }

@@ -28,6 +28,12 @@ use toolstream_schemas::InputEvent;
 /// How often live sources tick (ms of wall time).
 const TICK_MS: u64 = 25;
 
+/// A batch read from a stream is also handed over once it holds this many bytes of source lines,
+/// however few items that is: every queue between the stages is bounded in batches, so this is
+/// what bounds them in bytes when lines are large (tool results of many KB each). At the typical
+/// few hundred bytes per line, `batch_items` is reached first.
+const BATCH_BYTES: u64 = 256 * 1024;
+
 /// How a pipeline reads.
 #[derive(Clone, Debug)]
 pub struct PipelineOptions {
@@ -270,7 +276,8 @@ impl Pipeline {
     }
 
     /// Read one source to its end. Decode errors are passed to `on_error` and counted; runs still
-    /// open at the source's end are closed as failed (`missing result`).
+    /// open at the source's end are closed as failed (`missing result`, or the source's own
+    /// failure when it reports one: [`Source::failure`]).
     pub fn run_source(&mut self, source: &Source, on_error: &mut dyn FnMut(&DecodeError)) -> Result<(), PipelineError> {
         let name = source.name();
         let reader = source.open().map_err(|error| PipelineError::Read { source_name: name.clone(), error })?;
@@ -306,6 +313,7 @@ impl Pipeline {
             for ev in events.drain(..) {
                 self.push_event(&mut feed, ev);
             }
+            feed.pending_bytes = lines.position().saturating_sub(feed.handed_at);
             // Live input is handed over as soon as the next read could wait for more; a recording
             // (or a burst of piped lines already buffered) in batches.
             let waits = feed.mode == ClockMode::Realtime || (feed.live() && !lines.has_buffered_line());
@@ -316,6 +324,14 @@ impl Pipeline {
         feed.file.bytes = lines.position();
         feed.file.format = decoder.format().map(Format::as_str);
         feed.file.ignored_updates = decoder.ignored_updates();
+        // A source read to its end may have failed there (a cursor-agent that exited non-zero).
+        let failure = if outcome.is_ok() { source.failure() } else { None };
+        if let Some(message) = failure {
+            tracing::debug!(source = %name, "the source failed: {message}");
+            for items in &mut feed.pending {
+                items.push(Item::SourceFailed(Arc::from(message.as_str())));
+            }
+        }
         self.end_feed(feed, outcome)
     }
 
@@ -368,6 +384,8 @@ impl Pipeline {
             ticker,
             pacer: Pacer::default(),
             pending: (0..self.shards.len()).map(|_| Vec::new()).collect(),
+            pending_bytes: 0,
+            handed_at: 0,
             // Each source keeps its own time: a recording is never clamped by what was read before.
             time: EventTime::default(),
             // The stats counter is always there; the user's sinks follow it.
@@ -417,9 +435,15 @@ impl Pipeline {
     /// Hand the queued items over when a shard's batch is full, or when `waits` (the next item may
     /// be a while) and anything is queued; false once the pipeline was cancelled.
     fn hand_over(&self, feed: &mut Feed, waits: bool) -> bool {
-        let full = feed.pending.iter().any(|items| items.len() >= self.opts.batch_items.max(1));
+        let full = feed.pending_bytes >= BATCH_BYTES
+            || feed.pending.iter().any(|items| items.len() >= self.opts.batch_items.max(1));
         let dry = waits && feed.pending.iter().any(|items| !items.is_empty());
-        !(full || dry) || self.send_all(&mut feed.pending)
+        if !(full || dry) {
+            return true;
+        }
+        feed.handed_at += feed.pending_bytes;
+        feed.pending_bytes = 0;
+        self.send_all(&mut feed.pending)
     }
 
     /// End of a source: whatever is still open ended without its `result` (unless the pipeline
@@ -545,6 +569,9 @@ struct Feed {
     ticker: Option<Ticker>,
     pacer: Pacer,
     pending: Vec<Vec<Item>>,
+    /// Source bytes read into `pending`, and the source position where it started.
+    pending_bytes: u64,
+    handed_at: u64,
     time: EventTime,
     user_sinks_failed: Vec<Arc<AtomicBool>>,
     checked_at: u64,

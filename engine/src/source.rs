@@ -1,5 +1,6 @@
 //! Input sources: a file, standard input (`-`), or a byte stream handed over by the caller (the
-//! output of a spawned `cursor-agent`, say), opened for reading as one byte stream each.
+//! output of a spawned `cursor-agent`, say), opened for reading as one byte stream each. A live
+//! stream may say, once it ended, that its producer failed (`LiveInput::with_failure`).
 
 use std::fmt;
 use std::fs::File;
@@ -47,7 +48,19 @@ impl Source {
             Source::Live(l) => l.take(),
         }
     }
+
+    /// Once the stream was read to its end: why its producer failed, if it did (a spawned
+    /// `cursor-agent` that exited non-zero). Files and standard input never fail this way.
+    pub fn failure(&self) -> Option<String> {
+        match self {
+            Source::Live(l) => l.failure.as_ref().and_then(|f| f()),
+            Source::Stdin | Source::File(_) => None,
+        }
+    }
 }
+
+/// How a live stream's producer ended: `Some(message)` when it failed.
+pub type FailureCheck = Arc<dyn Fn() -> Option<String> + Send + Sync>;
 
 /// A byte stream the caller already has (a child process's stdout, a pipe): it can be opened,
 /// and so read, once.
@@ -55,11 +68,19 @@ impl Source {
 pub struct LiveInput {
     name: String,
     reader: Arc<Mutex<Option<Box<dyn Read + Send>>>>,
+    failure: Option<FailureCheck>,
 }
 
 impl LiveInput {
     pub fn new(name: impl Into<String>, reader: Box<dyn Read + Send>) -> Self {
-        LiveInput { name: name.into(), reader: Arc::new(Mutex::new(Some(reader))) }
+        LiveInput { name: name.into(), reader: Arc::new(Mutex::new(Some(reader))), failure: None }
+    }
+
+    /// Asked once the stream ended: a failure ends the source's open runs as failed with that
+    /// message (`Item::SourceFailed`) instead of `missing result`.
+    pub fn with_failure(mut self, check: FailureCheck) -> Self {
+        self.failure = Some(check);
+        self
     }
 
     fn take(&self) -> io::Result<Box<dyn Read + Send>> {

@@ -208,8 +208,18 @@ fn drive(p: &mut Provider, check_pause: bool) -> Delivered {
 fn check_protocol(lines: &[Value]) -> Result<(), String> {
     let mut open: Option<Vec<String>> = None;
     let mut expect_results: Option<Vec<String>> = None;
+    let mut started = false;
+    let mut chats = 0;
     for l in lines {
         let t = l["type"].as_str().ok_or("line without type")?;
+        if t == "chat" {
+            chats += 1;
+            if chats > 1 || started || l["chatId"].as_str().unwrap_or("").is_empty() {
+                return Err(format!("a chat line must come once, before the first message, with its id: {l}"));
+            }
+            continue;
+        }
+        started |= t == "start";
         if let Some(ids) = expect_results.take() {
             if t != "tool_results" {
                 return Err(format!("{t} after a toolUse message instead of its tool_results"));
@@ -296,6 +306,40 @@ fn each_call_gets_one_message_and_the_recorded_results() {
         assert_eq!(d.code, expected_code, "{}", capture.display());
         let _ = std::fs::remove_dir_all(&dir);
     }
+}
+
+/// The `chat` lines of a delivered run, and where the first one stands.
+fn chat_lines(lines: &[Value]) -> (Vec<&str>, Option<usize>) {
+    let chats = lines.iter().filter(|l| l["type"] == "chat").map(|l| l["chatId"].as_str().unwrap()).collect();
+    (chats, lines.iter().position(|l| l["type"] == "chat"))
+}
+
+#[test]
+fn the_chat_id_is_the_first_line_once_per_run() {
+    let dir = common::tempdir();
+    // stream-json: `system/init`'s `session_id`; an SDK recording: its `start.session_id`.
+    for (example, id) in [
+        ("demo.jsonl", "5f1c2a9e-7b3d-4e21-9c8a-2d6f0e4b1a77"),
+        ("sdk-demo.jsonl", "b7d2e0c4-5a61-4f3e-9d08-6c1f2a9e3b55"),
+    ] {
+        let mut p = Provider::start(&[]);
+        p.send(&request(replay_source(&common::example(example)), "go", &dir));
+        let d = drive(&mut p, false);
+        check_protocol(&d.lines).unwrap();
+        assert_eq!(chat_lines(&d.lines), (vec![id], Some(0)), "{example}");
+        assert_eq!(d.lines[0], json!({"type": "chat", "chatId": id}), "{example}");
+    }
+    // An SDK recording whose start names no session: no chat id to give.
+    let sdk = std::fs::read_to_string(common::example("sdk-demo.jsonl")).unwrap();
+    let anonymous = dir.join("anonymous.jsonl");
+    std::fs::write(&anonymous, sdk.replacen(r#""session_id":"b7d2e0c4-5a61-4f3e-9d08-6c1f2a9e3b55","#, "", 1)).unwrap();
+    let mut p = Provider::start(&[]);
+    p.send(&request(replay_source(&anonymous), "go", &dir));
+    let d = drive(&mut p, false);
+    check_protocol(&d.lines).unwrap();
+    assert!(d.messages.len() > 1, "the run was delivered");
+    assert_eq!(chat_lines(&d.lines), (vec![], None));
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
@@ -484,6 +528,8 @@ fn cursor_agent_runs_with_the_prompt_and_streams_live() {
     check_protocol(&d.lines).unwrap();
     assert_eq!(d.messages, session_messages(&demo));
     assert_eq!(d.code, 0);
+    // Its chat id (the `system/init` session id) comes first, for `--resume` later.
+    assert_eq!(d.lines[0], json!({"type": "chat", "chatId": "5f1c2a9e-7b3d-4e21-9c8a-2d6f0e4b1a77"}));
     let args = std::fs::read_to_string(&args_file).unwrap();
     let expected = [
         "-p",

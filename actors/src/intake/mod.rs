@@ -38,7 +38,7 @@ impl IntakeCore {
                     self.release_held(&session, false, out);
                 }
             },
-            Item::EndOfSource | Item::Cancel => {
+            Item::SourceFailed(_) | Item::EndOfSource | Item::Cancel => {
                 let mut sessions: Vec<Arc<str>> = self.held.keys().cloned().collect();
                 sessions.sort();
                 for session in sessions {

@@ -104,6 +104,7 @@ impl Coordinator {
     pub fn push(&mut self, item: Item, out: &mut Vec<RunOutput>) {
         match item {
             Item::Tick(t) => self.fire_all(t, out),
+            Item::SourceFailed(message) => self.fail_all(&message, out),
             Item::EndOfSource => self.finish(out),
             Item::Cancel => self.cancel_all(out),
             Item::Input(ev) => self.on_input(ev, out),
@@ -201,6 +202,19 @@ impl Coordinator {
     /// End of input: every open run ends without its `result` (SPEC §1.1 rule 10).
     pub fn finish(&mut self, out: &mut Vec<RunOutput>) {
         self.close_all(out, CloseCause::StreamEnded, missing_result);
+    }
+
+    /// The source failed: every open run fails with `message`, as a reported failure would end it
+    /// (its incomplete calls are `sdk-failure`s, SPEC §5.3).
+    pub fn fail_all(&mut self, message: &str, out: &mut Vec<RunOutput>) {
+        self.close_all(out, CloseCause::Reported, || RunEnd {
+            status: RunStatus::Error,
+            result_text: None,
+            usage: None,
+            error: Some(message.to_owned()),
+            duration_ms: None,
+            extra: Vec::new(),
+        });
     }
 
     /// Cancellation (Ctrl-C): every open run is cancelled.

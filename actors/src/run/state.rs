@@ -166,7 +166,7 @@ impl Run {
                 self.emit(out, Output::Diagnostic { phase: phase.into(), fields });
             }
             // Routed elsewhere by the coordinator.
-            Item::Input(_) | Item::Tick(_) | Item::EndOfSource | Item::Cancel => {}
+            Item::Input(_) | Item::Tick(_) | Item::SourceFailed(_) | Item::EndOfSource | Item::Cancel => {}
         }
     }
 

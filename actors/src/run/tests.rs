@@ -381,3 +381,42 @@ fn the_prompt_reaches_sinks_scrubbed() {
     });
     assert_eq!(prompt.as_deref(), Some("use api_key=[redacted] please"));
 }
+
+#[test]
+fn a_failed_source_fails_its_open_runs_with_its_message_as_a_reported_failure() {
+    let mut c = Coordinator::new(CoordinatorConfig::default());
+    let mut out = Vec::new();
+    c.handle(start(), &mut out);
+    c.handle(ev(S, 1, Input::ToolStarted(tool("a", ToolKind::Mcp, Some(r#"{"toolName":"x"}"#), None))), &mut out);
+    c.handle(ev(S, 2, Input::TextDelta { text: "Working.".into() }), &mut out);
+    c.push(crate::item::Item::SourceFailed(Arc::from("cursor-agent exited with status 3: boom")), &mut out);
+    c.push(crate::item::Item::EndOfSource, &mut out); // nothing left to close
+    let events = sink_facing(out);
+    // The same as a `result` that reported the failure (`a_failed_run_shows_…` above).
+    assert_eq!(
+        trace(&events),
+        [
+            "open",
+            "msg0",
+            "text:Working.",
+            "incomplete:Cursor MCP:sdk-failure:true",
+            "card:Cursor MCP x did not complete: SDK run failed!",
+            "end:ToolUse",
+            "msg1",
+            "end:Error",
+            "closed:error"
+        ]
+    );
+    let error = events.iter().find_map(|e| match &e.kind {
+        Output::MessageEnded { stop_reason: StopReason::Error, error, .. } => error.clone(),
+        _ => None,
+    });
+    assert_eq!(error.as_deref(), Some("cursor-agent exited with status 3: boom"));
+    // A run that already ended is left alone.
+    let mut out = Vec::new();
+    c.handle(ev("s2", 3, Input::RunStarted(RunStart::default())), &mut out);
+    c.handle(ev("s2", 4, end(RunStatus::Finished, Some("done"))), &mut out);
+    c.push(crate::item::Item::SourceFailed(Arc::from("late")), &mut out);
+    let t = trace(&sink_facing(out));
+    assert_eq!(t.iter().filter(|l| l.starts_with("closed:")).collect::<Vec<_>>(), ["closed:finished"]);
+}

@@ -93,7 +93,7 @@ pub fn start(
             thread_agent.kill();
             // A run that never answered (cursor-agent failed before opening one) still answers.
             if !done.load(Ordering::SeqCst) {
-                let failure = thread_agent.unreported_failure().or_else(|| result.err().map(|e| e.to_string()));
+                let failure = thread_agent.failure().or_else(|| result.err().map(|e| e.to_string()));
                 let message = failure.unwrap_or_else(|| "cursor-agent ended without starting a run".into());
                 let body = super::error::ApiError::server(message).body();
                 let _ = tx.blocking_send(SseEvent::Error(body));

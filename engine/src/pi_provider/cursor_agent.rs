@@ -1,12 +1,16 @@
 //! Source (a): a spawned `cursor-agent -p --output-format stream-json --stream-partial-output`,
-//! its stdout read as a live source (SPEC §1.1).
+//! its stdout read as a live source (SPEC §1.1): the engine frames and decodes its lines once, like
+//! any stream; nothing here looks into them.
 //!
-//! When cursor-agent exits with a non-zero status before its `result` line, the run failed with
-//! its stderr as the error (rule 10): the stream gets one more line, a stream-json
-//! `result`/`error` line for the run's session carrying that message, so the engine closes the
-//! run as failed (and scrubs the message) exactly as if Cursor had reported the failure. When it
-//! fails before opening any run (not logged in, unknown model), there is no session to end: the
-//! message is kept for the provider, which reports it as a failed message of its own.
+//! When cursor-agent exits with a non-zero status, the run failed with its stderr as the error
+//! (rule 10): the live source reports that failure once its output ended (`LiveInput::with_failure`),
+//! and the run stage ends a run still open (no `result` line yet) as failed with that message,
+//! scrubbed, as if Cursor had reported it. When it fails before opening any run (not logged in,
+//! unknown model) there is no run to end: the provider reports [`AgentProcess::failure`] as a
+//! failed message of its own.
+//!
+//! cursor-agent leads its own process group; stopping it signals that group directly (`SIGTERM`,
+//! then `SIGKILL` after [`TERM_GRACE`]), so the shells and servers it started stop with it.
 
 use std::collections::VecDeque;
 use std::ffi::OsString;
@@ -18,8 +22,6 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use serde::Deserialize;
-
 use crate::source::{LiveInput, Source};
 
 /// Environment variable naming the cursor-agent binary.
@@ -27,8 +29,6 @@ pub const AGENT_BIN_ENV: &str = "TOOLSTREAM_CURSOR_AGENT";
 /// The binary looked up on PATH otherwise.
 pub const DEFAULT_AGENT_BIN: &str = "cursor-agent";
 
-/// Lines longer than this are not inspected for their session id (they are still read).
-const SNOOP_MAX_LINE: usize = 64 * 1024;
 /// How much of cursor-agent's stderr is kept for the error message.
 const STDERR_KEEP: usize = 16 * 1024;
 /// How much of it goes into the error message.
@@ -36,8 +36,10 @@ const STDERR_REPORT: usize = 2000;
 /// How long cursor-agent may take to exit after closing its output.
 const EXIT_GRACE: Duration = Duration::from_secs(10);
 /// How long output may stay open after cursor-agent exited (a background process it started
-/// inherits the pipe) before its process group is killed so the run can end.
+/// inherits the pipe) before its process group is stopped so the run can end.
 const ORPHAN_GRACE: Duration = Duration::from_secs(2);
+/// How long cursor-agent's process group has between `SIGTERM` and `SIGKILL`.
+pub const TERM_GRACE: Duration = Duration::from_secs(1);
 
 /// How to run cursor-agent for one prompt.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -82,38 +84,50 @@ impl AgentCommand {
     }
 }
 
-/// The running cursor-agent: killed on abort, waited for at the end of its output.
+/// The running cursor-agent: stopped on abort, waited for at the end of its output.
 pub struct AgentProcess {
     child: Mutex<Child>,
-    /// cursor-agent leads its own process group: everything it started is killed with it.
-    pid: u32,
+    /// Its process group (it leads one): everything it started is signalled with it.
+    #[cfg(unix)]
+    group: rustix::process::Pid,
     /// Its output reached its end.
     output_ended: AtomicBool,
     stderr: Arc<Mutex<VecDeque<u8>>>,
     stderr_reader: Mutex<Option<JoinHandle<()>>>,
-    /// Why it failed when no run was open to carry the message.
+    /// Why it failed (a non-zero exit), once its output ended.
     failure: Mutex<Option<String>>,
 }
 
 impl AgentProcess {
-    /// Kill it and everything it started (abort). Safe to call at any time, more than once.
+    /// Stop it and everything it started (abort): `SIGTERM` to its process group, `SIGKILL` to
+    /// what is left after [`TERM_GRACE`]. Safe to call at any time, more than once.
     pub fn kill(&self) {
-        self.kill_group();
+        self.stop_group();
         if let Ok(mut c) = self.child.lock() {
             let _ = c.kill();
             let _ = c.wait();
         }
     }
 
-    /// Kill cursor-agent's process group (the processes it started: shells, servers).
-    fn kill_group(&self) {
+    /// Signal cursor-agent's process group (the processes it started: shells, servers) to stop,
+    /// and kill what is still there after [`TERM_GRACE`].
+    fn stop_group(&self) {
         #[cfg(unix)]
         {
-            let _ = Command::new("kill")
-                .args(["-KILL", "--", &format!("-{}", self.pid)])
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .status();
+            use rustix::process::{kill_process_group, test_kill_process_group, Signal};
+            if kill_process_group(self.group, Signal::TERM).is_err() {
+                return; // no such group any more
+            }
+            let deadline = Instant::now() + TERM_GRACE;
+            while Instant::now() < deadline {
+                // Reap cursor-agent itself once it exited: a zombie still counts as a member.
+                let _ = self.has_exited();
+                if test_kill_process_group(self.group).is_err() {
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            let _ = kill_process_group(self.group, Signal::KILL);
         }
     }
 
@@ -122,18 +136,32 @@ impl AgentProcess {
         self.child.lock().ok().is_some_and(|mut c| matches!(c.try_wait(), Ok(Some(_))))
     }
 
-    /// The failure no run carried (cursor-agent failed before its stream named a session).
-    pub fn unreported_failure(&self) -> Option<String> {
+    /// Why cursor-agent failed, once its output ended (`None` while it runs and when it succeeded).
+    pub fn failure(&self) -> Option<String> {
         self.failure.lock().ok().and_then(|f| f.clone())
     }
 
+    /// Once the output ended: wait for the exit and keep (and return) the failure, if any.
+    fn check_exit(&self) -> Option<String> {
+        let status = self.wait()?;
+        if status.success() {
+            return None;
+        }
+        let message = failure_message(&status_text(status), &self.stderr_text());
+        tracing::debug!("{message}");
+        if let Ok(mut f) = self.failure.lock() {
+            *f = Some(message.clone());
+        }
+        Some(message)
+    }
+
     /// Wait for the exit, without holding the lock (so `kill` always gets through). A process
-    /// that closed its output but does not exit within [`EXIT_GRACE`] is killed.
+    /// that closed its output but does not exit within [`EXIT_GRACE`] is stopped.
     fn wait(&self) -> Option<ExitStatus> {
         let deadline = Instant::now() + EXIT_GRACE;
         loop {
             if Instant::now() >= deadline {
-                tracing::warn!("cursor-agent closed its output but did not exit: killing it");
+                tracing::warn!("cursor-agent closed its output but did not exit: stopping it");
                 self.kill();
             }
             match self.child.lock() {
@@ -201,30 +229,25 @@ pub fn spawn(cmd: &AgentCommand) -> Result<(Source, Arc<AgentProcess>), String> 
             }
         })
     });
-    let pid = child.id();
     let process = Arc::new(AgentProcess {
+        #[cfg(unix)]
+        group: rustix::process::Pid::from_child(&child),
         child: Mutex::new(child),
-        pid,
         output_ended: AtomicBool::new(false),
         stderr,
         stderr_reader: Mutex::new(reader),
         failure: Mutex::new(None),
     });
     watch_for_orphaned_output(process.clone());
-    let reader = AgentReader {
-        stdout,
-        process: process.clone(),
-        snoop: Snooper::default(),
-        last_byte: b'\n',
-        tail: None,
-        ended: false,
-    };
-    Ok((Source::Live(LiveInput::new("cursor-agent", Box::new(reader))), process))
+    let reader = AgentOutput { stdout, process: process.clone() };
+    let checked = process.clone();
+    let live = LiveInput::new("cursor-agent", Box::new(reader)).with_failure(Arc::new(move || checked.check_exit()));
+    Ok((Source::Live(live), process))
 }
 
 /// If cursor-agent exits while something it started still holds its output open (a background
 /// `npm run dev &`), the output would never end and neither would the run: after
-/// [`ORPHAN_GRACE`], kill its process group so the pipe closes and the run ends with its status.
+/// [`ORPHAN_GRACE`], stop its process group so the pipe closes and the run ends with its status.
 fn watch_for_orphaned_output(process: Arc<AgentProcess>) {
     let spawned = std::thread::Builder::new().name("cursor-agent-watch".into()).spawn(move || {
         while !process.output_ended.load(Ordering::SeqCst) {
@@ -238,7 +261,7 @@ fn watch_for_orphaned_output(process: Arc<AgentProcess>) {
                     std::thread::sleep(Duration::from_millis(50));
                 }
                 tracing::warn!("cursor-agent exited but its output stayed open: stopping what it started");
-                process.kill_group();
+                process.stop_group();
                 return;
             }
         }
@@ -248,72 +271,19 @@ fn watch_for_orphaned_output(process: Arc<AgentProcess>) {
     }
 }
 
-/// cursor-agent's stdout, plus the closing `result` line when it failed without one.
-struct AgentReader {
+/// cursor-agent's stdout, as it comes; notes its end for the watcher.
+struct AgentOutput {
     stdout: ChildStdout,
     process: Arc<AgentProcess>,
-    snoop: Snooper,
-    last_byte: u8,
-    tail: Option<io::Cursor<Vec<u8>>>,
-    ended: bool,
 }
 
-impl Read for AgentReader {
+impl Read for AgentOutput {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        if let Some(tail) = self.tail.as_mut() {
-            return tail.read(buf);
+        let read = self.stdout.read(buf);
+        if matches!(read, Ok(0) | Err(_)) && !buf.is_empty() {
+            self.process.output_ended.store(true, Ordering::SeqCst);
         }
-        if self.ended {
-            return Ok(0);
-        }
-        let n = self.stdout.read(buf)?;
-        if n > 0 {
-            self.snoop.feed(&buf[..n]);
-            self.last_byte = buf[n - 1];
-            return Ok(n);
-        }
-        self.ended = true;
-        self.process.output_ended.store(true, Ordering::SeqCst);
-        let Some(message) = self.failure() else { return Ok(0) };
-        if self.snoop.saw_result {
-            tracing::warn!("{message}");
-            return Ok(0);
-        }
-        match self.snoop.session.clone() {
-            Some(session) => {
-                let mut line = if self.last_byte == b'\n' { Vec::new() } else { vec![b'\n'] };
-                let result = serde_json::json!({
-                    "type": "result",
-                    "subtype": "error",
-                    "is_error": true,
-                    "session_id": session,
-                    "result": message,
-                });
-                line.extend_from_slice(result.to_string().as_bytes());
-                line.push(b'\n');
-                let mut tail = io::Cursor::new(line);
-                let n = tail.read(buf)?;
-                self.tail = Some(tail);
-                Ok(n)
-            }
-            None => {
-                if let Ok(mut f) = self.process.failure.lock() {
-                    *f = Some(message);
-                }
-                Ok(0)
-            }
-        }
-    }
-}
-
-impl AgentReader {
-    /// The error message when cursor-agent exited unsuccessfully.
-    fn failure(&self) -> Option<String> {
-        let status = self.process.wait()?;
-        if status.success() {
-            return None;
-        }
-        Some(failure_message(&status_text(status), &self.process.stderr_text()))
+        read
     }
 }
 
@@ -345,57 +315,6 @@ pub fn failure_message(status: &str, stderr: &str) -> String {
     }
     let ellipsis = if start > 0 { "…" } else { "" };
     format!("cursor-agent exited with {status}: {ellipsis}{}", &text[start..])
-}
-
-/// Learns the session id and whether a `result` line went by, from lines short enough to look at.
-#[derive(Debug, Default)]
-struct Snooper {
-    line: Vec<u8>,
-    too_long: bool,
-    session: Option<String>,
-    saw_result: bool,
-}
-
-#[derive(Deserialize)]
-struct Head {
-    #[serde(default, rename = "type")]
-    kind: Option<String>,
-    #[serde(default)]
-    session_id: Option<String>,
-}
-
-impl Snooper {
-    fn feed(&mut self, bytes: &[u8]) {
-        for chunk in bytes.split_inclusive(|b| *b == b'\n') {
-            let complete = chunk.last() == Some(&b'\n');
-            let body = if complete { &chunk[..chunk.len() - 1] } else { chunk };
-            if !self.too_long {
-                if self.line.len() + body.len() > SNOOP_MAX_LINE {
-                    self.too_long = true;
-                    self.line.clear();
-                } else {
-                    self.line.extend_from_slice(body);
-                }
-            }
-            if complete {
-                if !self.too_long {
-                    self.look();
-                }
-                self.line.clear();
-                self.too_long = false;
-            }
-        }
-    }
-
-    fn look(&mut self) {
-        let Ok(head) = serde_json::from_slice::<Head>(&self.line) else { return };
-        if head.kind.as_deref() == Some("result") {
-            self.saw_result = true;
-        }
-        if let Some(s) = head.session_id.filter(|s| !s.is_empty()) {
-            self.session = Some(s);
-        }
-    }
 }
 
 /// The cursor-agent binary: `explicit`, else `$TOOLSTREAM_CURSOR_AGENT`, else `cursor-agent`
@@ -453,21 +372,6 @@ mod tests {
         };
         let args: Vec<String> = bare.args().into_iter().map(|a| a.into_string().unwrap()).collect();
         assert_eq!(args[4..], [" -v please"]);
-    }
-
-    #[test]
-    fn snooper_finds_the_session_and_the_result_across_chunks() {
-        let mut s = Snooper::default();
-        s.feed(br#"{"type":"system","subtype":"init","session_id":"s-"#);
-        assert_eq!(s.session, None);
-        s.feed(b"1\"}\n{\"type\":\"assistant\",\"session_id\":\"s-1\"}\nnot json\n");
-        assert_eq!(s.session.as_deref(), Some("s-1"));
-        assert!(!s.saw_result);
-        let long = format!("{{\"type\":\"result\",\"pad\":\"{}\"}}\n", "x".repeat(SNOOP_MAX_LINE));
-        s.feed(long.as_bytes());
-        assert!(!s.saw_result, "too long to look at");
-        s.feed(b"{\"type\":\"result\",\"session_id\":\"s-1\"}\n");
-        assert!(s.saw_result);
     }
 
     #[test]

@@ -1,27 +1,85 @@
 //! The output gate: the provider's stdout, one assistant message per pi provider call.
 //!
-//! Lines go out in order as the sink produces them, until a `tool_results` line: then the gate
-//! holds everything after it until pi has answered every tool call of that message (one
-//! `tool_result` input line per call, in any order), so the caller reads exactly one assistant
-//! message per provider call. The engine is not paused meanwhile (a live `cursor-agent` cannot
-//! be): later lines wait here, in memory.
+//! What goes out ([`Outgoing`]) is typed: the assembled pi-events steps of the run and the `chat`
+//! line; each is serialized once, as it is written. Items go out in order as the sink hands them
+//! over, until a `tool_results` step: then the gate holds everything after it until pi has answered
+//! every tool call of that message (one `tool_result` input line per call, in any order), so the
+//! caller reads exactly one assistant message per provider call.
+//!
+//! What waits for pi is bounded: [`WAITING_LIMIT_BYTES`]. A hand-over that would go past it waits
+//! until pi's answers let the queue drain, and so does the engine behind it — the sink thread, the
+//! engine's bounded queues, and in the end the reading of the source: a recording is not read
+//! further, a `cursor-agent` blocks writing to its stdout pipe. Nothing is dropped and the order is
+//! kept. An empty queue takes any one item, however large, so the run never stalls.
 //!
 //! The gate also knows what it has delivered: on `abort`, a message that was started on the wire
 //! but not ended is ended there with one `error{reason:"aborted"}` line carrying its content as
 //! delivered, and nothing more is written.
+//!
+//! [`Delivery`] is the pure state machine (items and answers in, the items that may go out now
+//! out); [`Gate`] puts it behind a lock, writes to stdout and makes hand-overs wait.
 
 use std::collections::VecDeque;
 use std::io::Write;
 use std::sync::{Condvar, Mutex, MutexGuard};
 
-use serde_json::{json, Value};
+use serde::Serialize;
+use toolstream_sinks::pi_events::{write_step, AssistantMessage, BlockKind, ContentBlock, Step};
+
+/// How much (by [`Step::held_bytes`]) may wait in the gate for pi's tool results before a
+/// hand-over waits: 1 MiB, a few hundred typical messages; the engine's own queues in front of it
+/// are bounded by batch counts.
+pub const WAITING_LIMIT_BYTES: usize = 1 << 20;
+
+/// One item for stdout.
+// Nearly every item is an `Event`: boxing it would cost an allocation per step for nothing.
+#[allow(clippy::large_enum_variant)]
+#[derive(Debug)]
+pub enum Outgoing {
+    /// The run's Cursor chat id: `{"type":"chat","chatId":…}` (a provider-protocol line; at most
+    /// one per run, ahead of the run's first message).
+    Chat(String),
+    /// An assembled pi-events step: its line(s) as `toolstream_sinks::pi_events` writes them.
+    Event(Step),
+}
+
+impl Outgoing {
+    fn held_bytes(&self) -> usize {
+        match self {
+            Outgoing::Chat(id) => std::mem::size_of::<Outgoing>() + id.len(),
+            Outgoing::Event(step) => step.held_bytes(),
+        }
+    }
+
+    /// Append the line(s) of this item to `out`.
+    fn write_to(&self, out: &mut Vec<u8>) -> std::io::Result<()> {
+        match self {
+            Outgoing::Chat(id) => {
+                serde_json::to_writer(&mut *out, &ChatLine::Chat { chat_id: id })?;
+                out.push(b'\n');
+                Ok(())
+            }
+            Outgoing::Event(step) => write_step(step, out),
+        }
+    }
+}
+
+/// The provider's own output lines (beside the pi-events lines).
+#[derive(Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum ChatLine<'a> {
+    Chat {
+        #[serde(rename = "chatId")]
+        chat_id: &'a str,
+    },
+}
 
 /// How the gate ended.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Outcome {
     /// Every line was delivered and answered; `last_reason` is the reason of the last terminal
     /// line (`stop`, `error`, …), `None` when no message was delivered.
-    Finished { last_reason: Option<String> },
+    Finished { last_reason: Option<&'static str> },
     /// `abort` (or the end of the input) stopped delivery.
     Aborted,
     /// The reader of our stdout went away.
@@ -43,15 +101,188 @@ enum Closed {
     OutputGone,
 }
 
-struct State {
-    out: Box<dyn Write + Send>,
-    queue: VecDeque<String>,
+/// The delivery state machine: what waits, what pi still has to answer, what was delivered.
+#[derive(Debug, Default)]
+pub struct Delivery {
+    /// Items not delivered yet, with their [`Outgoing::held_bytes`].
+    queue: VecDeque<(Outgoing, usize)>,
+    /// The sum of the queue's held bytes.
+    held: usize,
+    /// The most it ever held.
+    peak: usize,
     /// Tool call ids of the last delivered `tool_results` that pi has not answered yet.
     awaiting: Vec<String>,
-    tracker: Tracker,
+    /// The message started on the wire and not ended, as delivered so far.
+    open: Option<AssistantMessage>,
+    chat_sent: bool,
     input_ended: bool,
     closed: Option<Closed>,
-    last_reason: Option<String>,
+    last_reason: Option<&'static str>,
+}
+
+impl Delivery {
+    /// Whether an item holding `bytes` may be queued now (always, into an empty queue).
+    pub fn has_room(&self, bytes: usize) -> bool {
+        self.queue.is_empty() || self.held + bytes <= WAITING_LIMIT_BYTES
+    }
+
+    /// Queue an item (nothing once delivery stopped; a second `chat` is dropped).
+    pub fn push(&mut self, item: Outgoing) {
+        if self.closed.is_some() {
+            return;
+        }
+        let bytes = item.held_bytes();
+        self.held += bytes;
+        self.peak = self.peak.max(self.held);
+        self.queue.push_back((item, bytes));
+    }
+
+    /// The next item that may go out now, taken as delivered; `None` while pi has calls to answer
+    /// (or nothing waits).
+    pub fn next_out(&mut self) -> Option<Outgoing> {
+        loop {
+            if self.closed.is_some() || !self.awaiting.is_empty() {
+                return None;
+            }
+            let (item, bytes) = self.queue.pop_front()?;
+            self.held -= bytes;
+            match &item {
+                Outgoing::Chat(_) if self.chat_sent => continue,
+                Outgoing::Chat(_) => self.chat_sent = true,
+                Outgoing::Event(step) => self.observe(step),
+            }
+            return Some(item);
+        }
+    }
+
+    /// Follow what goes out: the open message as delivered, the calls pi must answer, the reason
+    /// of the last terminal line.
+    fn observe(&mut self, step: &Step) {
+        match step {
+            Step::Start(m) => self.open = Some(m.clone()),
+            Step::BlockStart { kind, .. } => {
+                if let Some(m) = self.open.as_mut() {
+                    m.content.push(match kind {
+                        BlockKind::Text => ContentBlock::Text { text: String::new() },
+                        BlockKind::Thinking => ContentBlock::Thinking { thinking: String::new() },
+                    });
+                }
+            }
+            Step::BlockDelta { index, delta, .. } => {
+                if let Some(ContentBlock::Text { text: s } | ContentBlock::Thinking { thinking: s }) =
+                    self.open.as_mut().and_then(|m| m.content.get_mut(*index))
+                {
+                    s.push_str(delta);
+                }
+            }
+            Step::ToolCall { call, .. } => {
+                if let Some(m) = self.open.as_mut() {
+                    m.content.push(ContentBlock::ToolCall(call.clone()));
+                }
+            }
+            Step::End { message, .. } => {
+                self.open = None;
+                self.last_reason = Some(message.stop_reason);
+            }
+            Step::ToolResults { results, .. } => {
+                self.awaiting = results.iter().map(|r| r.tool_call_id.clone()).collect();
+            }
+            Step::BlockEnd { .. } | Step::RunOpened { .. } | Step::RunClosed { .. } => {}
+        }
+    }
+
+    /// pi answered tool call `id`.
+    pub fn ack(&mut self, id: &str) -> Ack {
+        let Some(k) = self.awaiting.iter().position(|a| a == id) else { return Ack::Unexpected };
+        self.awaiting.remove(k);
+        Ack::Accepted
+    }
+
+    /// No more items will be pushed.
+    pub fn end_input(&mut self) {
+        self.input_ended = true;
+    }
+
+    /// Stop delivering; returns the step that ends the open message as aborted, if one is open.
+    /// Nothing waiting is delivered any more.
+    pub fn abort(&mut self) -> Option<Outgoing> {
+        if self.closed.is_some() {
+            return None;
+        }
+        self.closed = Some(Closed::Aborted);
+        self.queue.clear();
+        self.held = 0;
+        let mut message = self.open.take()?;
+        message.stop_reason = "aborted";
+        message.error_message = Some(toolstream_schemas::CANCELLED_MESSAGE.to_owned());
+        Some(Outgoing::Event(Step::End { message, at: 0 }))
+    }
+
+    /// The reader of stdout went away: nothing more can be delivered.
+    pub fn output_gone(&mut self) {
+        self.closed = Some(Closed::OutputGone);
+        self.queue.clear();
+        self.held = 0;
+    }
+
+    /// What waits now, and the most that ever waited (bytes, by [`Step::held_bytes`]).
+    pub fn held(&self) -> (usize, usize) {
+        (self.held, self.peak)
+    }
+
+    pub fn is_closed(&self) -> bool {
+        self.closed.is_some()
+    }
+
+    fn drained(&self) -> bool {
+        self.input_ended && self.queue.is_empty() && self.awaiting.is_empty()
+    }
+
+    /// How delivery ended, `None` while it goes on.
+    pub fn outcome(&self) -> Option<Outcome> {
+        match self.closed {
+            Some(Closed::Aborted) => Some(Outcome::Aborted),
+            Some(Closed::OutputGone) => Some(Outcome::OutputGone),
+            None if self.drained() => Some(Outcome::Finished { last_reason: self.last_reason }),
+            None => None,
+        }
+    }
+
+    /// Whether the run's last message (`stop` or `error`) is out and nothing waits for pi.
+    pub fn run_delivered(&self) -> bool {
+        self.awaiting.is_empty() && self.last_reason.is_some_and(|r| r != "toolUse")
+    }
+}
+
+struct State {
+    delivery: Delivery,
+    out: Box<dyn Write + Send>,
+    /// Lines serialized and not written yet.
+    buf: Vec<u8>,
+}
+
+impl State {
+    /// Serialize everything that may go out now.
+    fn pump(&mut self) {
+        while let Some(item) = self.delivery.next_out() {
+            if item.write_to(&mut self.buf).is_err() {
+                // Serializing these plain types cannot fail; never write half a line.
+                tracing::error!("cannot serialize an output line");
+            }
+        }
+    }
+
+    /// Write what was serialized, flushed.
+    fn send(&mut self) {
+        if self.buf.is_empty() {
+            return;
+        }
+        let res = self.out.write_all(&self.buf).and_then(|()| self.out.flush());
+        self.buf.clear();
+        if res.is_err() {
+            self.delivery.output_gone();
+        }
+    }
 }
 
 pub struct Gate {
@@ -62,15 +293,7 @@ pub struct Gate {
 impl Gate {
     pub fn new(out: Box<dyn Write + Send>) -> Gate {
         Gate {
-            state: Mutex::new(State {
-                out,
-                queue: VecDeque::new(),
-                awaiting: Vec::new(),
-                tracker: Tracker::default(),
-                input_ended: false,
-                closed: None,
-                last_reason: None,
-            }),
+            state: Mutex::new(State { delivery: Delivery::default(), out, buf: Vec::new() }),
             changed: Condvar::new(),
         }
     }
@@ -80,14 +303,27 @@ impl Gate {
         self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// Queue complete lines (without their `\n`) and deliver what may go out now.
-    pub fn push_lines<I: IntoIterator<Item = String>>(&self, lines: I) {
+    fn wait_on<'a>(&self, st: MutexGuard<'a, State>) -> MutexGuard<'a, State> {
+        self.changed.wait(st).unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Hand items over in order and deliver what may go out now. Waits while the queue is full
+    /// (see [`WAITING_LIMIT_BYTES`]); returns at once, dropping them, once delivery stopped.
+    pub fn push<I: IntoIterator<Item = Outgoing>>(&self, items: I) {
         let mut st = self.lock();
-        if st.closed.is_some() {
-            return;
+        for item in items {
+            let bytes = item.held_bytes();
+            while !st.delivery.is_closed() && !st.delivery.has_room(bytes) {
+                st.send();
+                st = self.wait_on(st);
+            }
+            if st.delivery.is_closed() {
+                break;
+            }
+            st.delivery.push(item);
+            st.pump();
         }
-        st.queue.extend(lines);
-        st.pump();
+        st.send();
         drop(st);
         self.changed.notify_all();
     }
@@ -95,36 +331,37 @@ impl Gate {
     /// pi answered tool call `id`.
     pub fn ack(&self, id: &str) -> Ack {
         let mut st = self.lock();
-        let Some(k) = st.awaiting.iter().position(|a| a == id) else { return Ack::Unexpected };
-        st.awaiting.remove(k);
-        st.pump();
+        let ack = st.delivery.ack(id);
+        if ack == Ack::Accepted {
+            st.pump();
+            st.send();
+        }
         drop(st);
         self.changed.notify_all();
-        Ack::Accepted
+        ack
     }
 
-    /// No more lines will be pushed.
+    /// No more items will be pushed.
     pub fn end_input(&self) {
-        self.lock().input_ended = true;
+        self.lock().delivery.end_input();
         self.changed.notify_all();
     }
 
     /// Stop delivering: end an open message with `error{reason:"aborted"}`. Returns whether it did.
     pub fn abort(&self) -> bool {
         let mut st = self.lock();
-        if st.closed.is_some() {
-            return false;
-        }
-        let ended = match st.tracker.take_aborted() {
-            Some(message) => {
-                let line = json!({"type": "error", "reason": "aborted", "error": message}).to_string();
-                st.write_line(&line);
-                let _ = st.out.flush();
+        let ended = match st.delivery.abort() {
+            Some(line) => {
+                if line.write_to(&mut st.buf).is_err() {
+                    tracing::error!("cannot serialize an output line");
+                }
+                let State { out, buf, .. } = &mut *st;
+                let _ = out.write_all(buf).and_then(|()| out.flush());
+                buf.clear();
                 true
             }
             None => false,
         };
-        st.closed = Some(Closed::Aborted);
         drop(st);
         self.changed.notify_all();
         ended
@@ -132,253 +369,35 @@ impl Gate {
 
     /// Whether everything was delivered and answered (nothing can happen any more).
     pub fn is_finished(&self) -> bool {
-        let st = self.lock();
-        st.closed.is_some() || st.drained()
+        self.lock().delivery.outcome().is_some()
     }
 
     /// Whether the run's last message (`stop` or `error`) is out and nothing waits for pi.
     pub fn run_delivered(&self) -> bool {
-        let st = self.lock();
-        st.awaiting.is_empty() && st.last_reason.as_deref().is_some_and(|r| r != "toolUse")
+        self.lock().delivery.run_delivered()
+    }
+
+    /// What waits for pi now, and the most that ever waited (bytes).
+    pub fn held(&self) -> (usize, usize) {
+        self.lock().delivery.held()
     }
 
     /// The reason of the last terminal line delivered.
-    pub fn last_reason(&self) -> Option<String> {
-        self.lock().last_reason.clone()
+    pub fn last_reason(&self) -> Option<&'static str> {
+        self.lock().delivery.last_reason
     }
 
     /// Block until everything was delivered and answered, or delivery stopped.
     pub fn wait(&self) -> Outcome {
         let mut st = self.lock();
         loop {
-            match st.closed {
-                Some(Closed::Aborted) => return Outcome::Aborted,
-                Some(Closed::OutputGone) => return Outcome::OutputGone,
-                None if st.drained() => return Outcome::Finished { last_reason: st.last_reason.clone() },
-                None => {}
+            if let Some(outcome) = st.delivery.outcome() {
+                return outcome;
             }
-            st = self.changed.wait(st).unwrap_or_else(std::sync::PoisonError::into_inner);
+            st = self.wait_on(st);
         }
     }
-}
-
-impl State {
-    fn drained(&self) -> bool {
-        self.input_ended && self.queue.is_empty() && self.awaiting.is_empty()
-    }
-
-    /// Write queued lines until the gate must wait for tool results.
-    fn pump(&mut self) {
-        let mut wrote = false;
-        while self.closed.is_none() && self.awaiting.is_empty() {
-            let Some(line) = self.queue.pop_front() else { break };
-            if let Ok(v) = serde_json::from_str::<Value>(&line) {
-                match v["type"].as_str() {
-                    Some("tool_results") => {
-                        self.awaiting = v["results"]
-                            .as_array()
-                            .map(|rs| rs.iter().filter_map(|r| r["toolCallId"].as_str().map(str::to_owned)).collect())
-                            .unwrap_or_default();
-                    }
-                    Some("done" | "error") => self.last_reason = v["reason"].as_str().map(str::to_owned),
-                    _ => {}
-                }
-                self.tracker.observe(&v);
-            }
-            self.write_line(&line);
-            wrote = true;
-        }
-        if wrote && self.closed.is_none() && self.out.flush().is_err() {
-            self.closed = Some(Closed::OutputGone);
-        }
-    }
-
-    fn write_line(&mut self, line: &str) {
-        let mut bytes = Vec::with_capacity(line.len() + 1);
-        bytes.extend_from_slice(line.as_bytes());
-        bytes.push(b'\n');
-        if self.out.write_all(&bytes).is_err() {
-            self.closed = Some(Closed::OutputGone);
-        }
-    }
-}
-
-/// The message being delivered, rebuilt from the lines (as the consumer rebuilds `partial`).
-#[derive(Debug, Default)]
-struct Tracker {
-    partial: Option<Value>,
-}
-
-impl Tracker {
-    fn observe(&mut self, line: &Value) {
-        let kind = line["type"].as_str().unwrap_or("");
-        if kind == "start" {
-            self.partial = Some(line["partial"].clone());
-            return;
-        }
-        if matches!(kind, "done" | "error") {
-            self.partial = None;
-            return;
-        }
-        let Some(content) = self.partial.as_mut().and_then(|p| p["content"].as_array_mut()) else { return };
-        let index = line["contentIndex"].as_u64().and_then(|i| usize::try_from(i).ok());
-        let block = index.and_then(|i| content.get_mut(i));
-        match (kind, block) {
-            ("text_start", _) => content.push(json!({"type": "text", "text": ""})),
-            ("thinking_start", _) => content.push(json!({"type": "thinking", "thinking": ""})),
-            ("toolcall_start", _) => content.push(line["toolCall"].clone()),
-            ("text_delta", Some(b)) => append(&mut b["text"], &line["delta"]),
-            ("thinking_delta", Some(b)) => append(&mut b["thinking"], &line["delta"]),
-            ("text_end", Some(b)) => b["text"] = line["content"].clone(),
-            ("thinking_end", Some(b)) => b["thinking"] = line["content"].clone(),
-            ("toolcall_end", Some(b)) => *b = line["toolCall"].clone(),
-            _ => {}
-        }
-    }
-
-    /// The open message, ended as aborted (`None` when no message is open).
-    fn take_aborted(&mut self) -> Option<Value> {
-        let mut m = self.partial.take()?;
-        m["stopReason"] = "aborted".into();
-        m["errorMessage"] = toolstream_schemas::CANCELLED_MESSAGE.into();
-        Some(m)
-    }
-}
-
-fn append(target: &mut Value, delta: &Value) {
-    let mut s = target.as_str().unwrap_or("").to_owned();
-    s.push_str(delta.as_str().unwrap_or(""));
-    *target = s.into();
 }
 
 #[cfg(test)]
-mod tests {
-    #![allow(clippy::unwrap_used)]
-    use super::*;
-    use std::sync::Arc;
-
-    /// A `Write` whose bytes the test can read while the gate owns it.
-    #[derive(Clone, Default)]
-    struct Shared(Arc<Mutex<Vec<u8>>>);
-
-    impl Write for Shared {
-        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
-            self.0.lock().unwrap().extend_from_slice(b);
-            Ok(b.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-
-    impl Shared {
-        fn lines(&self) -> Vec<Value> {
-            let bytes = self.0.lock().unwrap();
-            std::str::from_utf8(&bytes).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect()
-        }
-        fn types(&self) -> Vec<String> {
-            self.lines().iter().map(|l| l["type"].as_str().unwrap().to_owned()).collect()
-        }
-    }
-
-    fn start() -> String {
-        json!({"type": "start", "partial": {"role": "assistant", "content": [], "stopReason": "stop"}}).to_string()
-    }
-
-    fn l(v: Value) -> String {
-        v.to_string()
-    }
-
-    fn tool_use_message(ids: &[&str]) -> Vec<String> {
-        let mut out = vec![start()];
-        for (i, id) in ids.iter().enumerate() {
-            let call = json!({"type": "toolCall", "id": id, "name": "bash", "arguments": {}});
-            out.push(l(json!({"type": "toolcall_start", "contentIndex": i, "toolCall": call})));
-            out.push(l(json!({"type": "toolcall_delta", "contentIndex": i, "delta": "{}"})));
-            out.push(l(json!({"type": "toolcall_end", "contentIndex": i, "toolCall": call})));
-        }
-        out.push(l(json!({"type": "done", "reason": "toolUse", "message": {}})));
-        let results: Vec<Value> = ids.iter().map(|id| json!({"toolCallId": id})).collect();
-        out.push(l(json!({"type": "tool_results", "results": results})));
-        out
-    }
-
-    #[test]
-    fn holds_the_next_message_until_every_tool_call_is_answered() {
-        let out = Shared::default();
-        let gate = Gate::new(Box::new(out.clone()));
-        let mut lines = tool_use_message(&["a", "b"]);
-        lines.push(start());
-        lines.push(l(json!({"type": "done", "reason": "stop", "message": {}})));
-        gate.push_lines(lines);
-        gate.end_input();
-        assert_eq!(out.types().last().map(String::as_str), Some("tool_results"));
-        assert!(!gate.is_finished());
-        assert!(!gate.run_delivered());
-        assert_eq!(gate.ack("b"), Ack::Accepted);
-        assert_eq!(gate.ack("b"), Ack::Unexpected);
-        assert_eq!(out.types().last().map(String::as_str), Some("tool_results"));
-        assert_eq!(gate.ack("a"), Ack::Accepted);
-        assert_eq!(out.types()[out.types().len() - 2..], ["start", "done"]);
-        assert!(gate.run_delivered());
-        assert_eq!(gate.wait(), Outcome::Finished { last_reason: Some("stop".into()) });
-        assert_eq!(gate.ack("zzz"), Ack::Unexpected);
-    }
-
-    #[test]
-    fn abort_ends_the_open_message_with_what_was_delivered() {
-        let out = Shared::default();
-        let gate = Gate::new(Box::new(out.clone()));
-        gate.push_lines([
-            start(),
-            l(json!({"type": "thinking_start", "contentIndex": 0})),
-            l(json!({"type": "thinking_delta", "contentIndex": 0, "delta": "hm"})),
-            l(json!({"type": "thinking_end", "contentIndex": 0, "content": "hm"})),
-            l(json!({"type": "text_start", "contentIndex": 1})),
-            l(json!({"type": "text_delta", "contentIndex": 1, "delta": "Hel"})),
-            l(json!({"type": "text_delta", "contentIndex": 1, "delta": "lo"})),
-        ]);
-        assert!(gate.abort());
-        // Nothing more goes out.
-        gate.push_lines([l(json!({"type": "done", "reason": "stop", "message": {}}))]);
-        assert!(!gate.abort());
-        let lines = out.lines();
-        let last = lines.last().unwrap();
-        assert_eq!((last["type"].as_str(), last["reason"].as_str()), (Some("error"), Some("aborted")));
-        assert_eq!(last["error"]["stopReason"], "aborted");
-        assert_eq!(
-            last["error"]["content"],
-            json!([{"type": "thinking", "thinking": "hm"}, {"type": "text", "text": "Hello"}])
-        );
-        assert_eq!(lines.iter().filter(|l| l["type"] == "error" || l["type"] == "done").count(), 1);
-        assert_eq!(gate.wait(), Outcome::Aborted);
-    }
-
-    #[test]
-    fn abort_between_messages_writes_nothing() {
-        let out = Shared::default();
-        let gate = Gate::new(Box::new(out.clone()));
-        gate.push_lines(tool_use_message(&["a"]));
-        gate.push_lines([start()]);
-        let before = out.lines().len();
-        assert!(!gate.abort());
-        assert_eq!(out.lines().len(), before);
-        assert!(gate.is_finished());
-    }
-
-    #[test]
-    fn a_vanished_reader_closes_the_gate() {
-        struct Broken;
-        impl Write for Broken {
-            fn write(&mut self, _: &[u8]) -> std::io::Result<usize> {
-                Err(std::io::ErrorKind::BrokenPipe.into())
-            }
-            fn flush(&mut self) -> std::io::Result<()> {
-                Ok(())
-            }
-        }
-        let gate = Gate::new(Box::new(Broken));
-        gate.push_lines([start()]);
-        assert_eq!(gate.wait(), Outcome::OutputGone);
-    }
-}
+mod tests;

@@ -9,12 +9,17 @@
 //!   `{"type":"tool_result","toolCallId",…}` (a pi-ai `ToolResultMessage`; `role` optional);
 //! - `{"type":"abort"}` at any time. The end of stdin counts as `abort`.
 //!
-//! **Output** (stdout, nothing else ever goes there): the lines of the pi live-events sink
-//! (`toolstream_sinks::pi_events`): per assistant message `start`, block events, exactly one
-//! `done{reason: stop|toolUse}` or `error{reason: error|aborted}`; after a `toolUse` message its
-//! `tool_results` line (the recorded result of each replay call). Then delivery **pauses** until
-//! every call of that message has its `tool_result`, so each pi provider call reads exactly one
-//! message. After the last message (`stop` or `error`) the process exits.
+//! **Output** (stdout, nothing else ever goes there): first, as soon as the run's Cursor chat id is
+//! known, `{"type":"chat","chatId"}` — the `session_id` of stream-json's `system/init` (what
+//! `cursor-agent --resume` takes), or an SDK recording's `start.session_id`; once per run, before
+//! the first message's `start`, none when the source names no id. Then the lines of the pi
+//! live-events sink (`toolstream_sinks::pi_events`, handed over typed and serialized once by the
+//! gate): per assistant message `start`, block events, exactly one `done{reason: stop|toolUse}` or
+//! `error{reason: error|aborted}`; after a `toolUse` message its `tool_results` line (the recorded
+//! result of each replay call). Then delivery **pauses** until every call of that message has its
+//! `tool_result`, so each pi provider call reads exactly one message; what waits meanwhile is
+//! bounded (`gate::WAITING_LIMIT_BYTES`; past it the source is not read further). After the last
+//! message (`stop` or `error`) the process exits.
 //!
 //! Why one process per run, not one per provider call: pi calls its provider once per assistant
 //! message, but a Cursor run is one `cursor-agent` invocation that cannot be restarted half-way
@@ -41,7 +46,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use toolstream_actors::present::scrub::Scrubber;
 use toolstream_sinks::jsonl_trace::JsonlTraceSink;
 use toolstream_sinks::otel::config::DEFAULT_FLUSH_TIMEOUT;
-use toolstream_sinks::pi_events::failed_message_lines;
+use toolstream_sinks::pi_events::failed_message_steps;
 use toolstream_sinks::Sink;
 
 use crate::config::Config;
@@ -50,7 +55,7 @@ use crate::pipeline::{Canceller, Pipeline, PipelineError, PipelineOptions};
 use crate::sinks::{keeps_recorded, report_to_stderr, SinkContext, SinkPlan, SinkSpec};
 use crate::source::Source;
 use cursor_agent::{AgentCommand, AgentProcess};
-use gate::{Ack, Gate, Outcome};
+use gate::{Ack, Gate, Outcome, Outgoing};
 use protocol::{InLine, Request, SourceSpec};
 use sink::ProviderSink;
 
@@ -150,7 +155,7 @@ pub fn serve(opts: ProviderOptions) -> i32 {
     if !delivered.load(Ordering::SeqCst) && !canceller.is_cancelled() {
         let msg = agent
             .as_ref()
-            .and_then(|a| a.unreported_failure())
+            .and_then(|a| a.failure())
             .or_else(|| result.as_ref().err().map(ToString::to_string))
             .unwrap_or_else(|| match &request.source {
                 SourceSpec::Replay { path, .. } => format!("{} holds no Cursor run", path.display()),
@@ -164,7 +169,7 @@ pub fn serve(opts: ProviderOptions) -> i32 {
 
 fn exit_code(outcome: &Outcome) -> i32 {
     match outcome {
-        Outcome::Finished { last_reason } if last_reason.as_deref() == Some("stop") => 0,
+        Outcome::Finished { last_reason: Some("stop") } => 0,
         Outcome::Finished { .. } | Outcome::OutputGone => 1,
         Outcome::Aborted => 130,
     }
@@ -173,8 +178,7 @@ fn exit_code(outcome: &Outcome) -> i32 {
 /// Deliver one failed message (`start` + `error`) and nothing else; returns `code`.
 fn fail(gate: &Gate, scrubber: &Scrubber, model: &str, msg: &str, code: i32) -> i32 {
     eprintln!("toolstream: {}", scrubber.scrub(msg));
-    let lines = failed_message_lines(model, now_ms(), false, &scrubber.scrub(msg));
-    gate.push_lines(lines.lines().map(str::to_owned));
+    gate.push(failed_message_steps(model, now_ms(), false, &scrubber.scrub(msg)).map(Outgoing::Event));
     gate.end_input();
     match gate.wait() {
         Outcome::Aborted => 130,

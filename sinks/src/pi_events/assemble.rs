@@ -82,6 +82,59 @@ pub enum Step {
     },
 }
 
+impl Step {
+    /// Roughly how many bytes of memory this step holds (its strings and JSON values plus a fixed
+    /// cost per step and per block): what a queue of steps is bounded by. Linear in the step,
+    /// allocates nothing.
+    pub fn held_bytes(&self) -> usize {
+        const STEP: usize = std::mem::size_of::<Step>();
+        STEP + match self {
+            Step::RunOpened { cwd, model, prompt, .. } => {
+                model.len() + cwd.as_ref().map_or(0, String::len) + prompt.as_ref().map_or(0, String::len)
+            }
+            Step::Start(m) | Step::End { message: m, .. } => message_bytes(m),
+            Step::BlockStart { .. } | Step::RunClosed { .. } => 0,
+            Step::BlockDelta { delta: s, .. } | Step::BlockEnd { content: s, .. } => s.len(),
+            Step::ToolCall { call, .. } => call.id.len() + call.name.len() + json_bytes(&call.arguments),
+            Step::ToolResults { results, .. } => results
+                .iter()
+                .map(|r| {
+                    STEP + r.tool_call_id.len()
+                        + r.tool_name.len()
+                        + r.content.iter().map(|c| c.text.len()).sum::<usize>()
+                        + json_bytes(&r.details)
+                })
+                .sum(),
+        }
+    }
+}
+
+fn message_bytes(m: &AssistantMessage) -> usize {
+    let blocks: usize = m
+        .content
+        .iter()
+        .map(|b| {
+            std::mem::size_of::<ContentBlock>()
+                + match b {
+                    ContentBlock::Text { text: s } | ContentBlock::Thinking { thinking: s } => s.len(),
+                    ContentBlock::ToolCall(c) => c.id.len() + c.name.len() + json_bytes(&c.arguments),
+                }
+        })
+        .sum();
+    blocks + m.model.len() + m.error_message.as_ref().map_or(0, String::len)
+}
+
+/// The strings of a JSON value plus a fixed cost per node.
+fn json_bytes(v: &Value) -> usize {
+    const NODE: usize = std::mem::size_of::<Value>();
+    NODE + match v {
+        Value::String(s) => s.len(),
+        Value::Array(a) => a.iter().map(json_bytes).sum(),
+        Value::Object(o) => o.iter().map(|(k, v)| k.len() + json_bytes(v)).sum(),
+        Value::Null | Value::Bool(_) | Value::Number(_) => 0,
+    }
+}
+
 /// The message being built.
 #[derive(Debug)]
 struct Building {

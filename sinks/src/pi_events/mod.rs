@@ -53,8 +53,8 @@ use serde::Serialize;
 use toolstream_schemas::OutputEvent;
 
 use crate::{Sink, SinkError};
-use assemble::{Assembler, BlockKind, Step};
-use wire::{AssistantMessage, ContentBlock, ToolCall, ToolResultMessage};
+pub use assemble::{Assembler, BlockKind, Step};
+pub use wire::{AssistantMessage, ContentBlock, TextContent, ToolCall, ToolResultMessage};
 
 /// One line of the stream.
 #[derive(Serialize)]
@@ -95,7 +95,7 @@ enum Line<'a> {
         #[serde(rename = "contentIndex")]
         content_index: usize,
         #[serde(rename = "toolCall")]
-        tool_call: &'a ContentBlock,
+        tool_call: StartedToolCall<'a>,
     },
     ToolcallDelta {
         #[serde(rename = "contentIndex")]
@@ -106,7 +106,7 @@ enum Line<'a> {
         #[serde(rename = "contentIndex")]
         content_index: usize,
         #[serde(rename = "toolCall")]
-        tool_call: &'a ContentBlock,
+        tool_call: TaggedToolCall<'a>,
     },
     Done {
         reason: &'a str,
@@ -148,78 +148,92 @@ impl<W: Write + Send> PiEventsSink<W> {
     fn io(e: io::Error) -> SinkError {
         SinkError::Io { sink: "pi-events", source: e }
     }
+}
 
-    fn line(&mut self, line: &Line<'_>) -> io::Result<()> {
-        serde_json::to_writer(&mut self.pending, line)?;
-        self.pending.push(b'\n');
+/// Append the line(s) of one assembled step to `out`, each ending with `\n` (nothing for
+/// `RunOpened`/`RunClosed`; three lines for a `ToolCall`). The one place the wire shape of this
+/// stream is written: the sink and `toolstream pi-provider` both write through it.
+pub fn write_step(step: &Step, out: &mut Vec<u8>) -> io::Result<()> {
+    let mut line = |line: &Line<'_>| -> io::Result<()> {
+        serde_json::to_writer(&mut *out, line)?;
+        out.push(b'\n');
         Ok(())
-    }
-
-    fn step(&mut self, step: &Step) -> io::Result<()> {
-        match step {
-            Step::RunOpened { .. } | Step::RunClosed { .. } => Ok(()),
-            Step::Start(partial) => self.line(&Line::Start { partial }),
-            Step::BlockStart { kind, index } => {
-                let content_index = *index;
-                self.line(&match kind {
-                    BlockKind::Text => Line::TextStart { content_index },
-                    BlockKind::Thinking => Line::ThinkingStart { content_index },
-                })
-            }
-            Step::BlockDelta { kind, index, delta } => {
-                let content_index = *index;
-                self.line(&match kind {
-                    BlockKind::Text => Line::TextDelta { content_index, delta },
-                    BlockKind::Thinking => Line::ThinkingDelta { content_index, delta },
-                })
-            }
-            Step::BlockEnd { kind, index, content } => {
-                let content_index = *index;
-                self.line(&match kind {
-                    BlockKind::Text => Line::TextEnd { content_index, content },
-                    BlockKind::Thinking => Line::ThinkingEnd { content_index, content },
-                })
-            }
-            Step::ToolCall { index, call } => {
-                let content_index = *index;
-                let started = ContentBlock::ToolCall(ToolCall {
-                    id: call.id.clone(),
-                    name: call.name.clone(),
-                    arguments: serde_json::Value::Object(serde_json::Map::new()),
-                });
-                self.line(&Line::ToolcallStart { content_index, tool_call: &started })?;
-                let delta = serde_json::to_string(&call.arguments)?;
-                self.line(&Line::ToolcallDelta { content_index, delta: &delta })?;
-                let ended = ContentBlock::ToolCall(call.clone());
-                self.line(&Line::ToolcallEnd { content_index, tool_call: &ended })
-            }
-            Step::End { message, .. } => {
-                let reason = message.stop_reason;
-                match reason {
-                    "error" | "aborted" => self.line(&Line::Error { reason, error: message }),
-                    _ => self.line(&Line::Done { reason, message }),
-                }
-            }
-            Step::ToolResults { results, .. } => self.line(&Line::ToolResults { results }),
+    };
+    match step {
+        Step::RunOpened { .. } | Step::RunClosed { .. } => Ok(()),
+        Step::Start(partial) => line(&Line::Start { partial }),
+        Step::BlockStart { kind, index } => {
+            let content_index = *index;
+            line(&match kind {
+                BlockKind::Text => Line::TextStart { content_index },
+                BlockKind::Thinking => Line::ThinkingStart { content_index },
+            })
         }
+        Step::BlockDelta { kind, index, delta } => {
+            let content_index = *index;
+            line(&match kind {
+                BlockKind::Text => Line::TextDelta { content_index, delta },
+                BlockKind::Thinking => Line::ThinkingDelta { content_index, delta },
+            })
+        }
+        Step::BlockEnd { kind, index, content } => {
+            let content_index = *index;
+            line(&match kind {
+                BlockKind::Text => Line::TextEnd { content_index, content },
+                BlockKind::Thinking => Line::ThinkingEnd { content_index, content },
+            })
+        }
+        Step::ToolCall { index, call } => {
+            let content_index = *index;
+            let started =
+                StartedToolCall { kind: "toolCall", id: &call.id, name: &call.name, arguments: EmptyObject {} };
+            line(&Line::ToolcallStart { content_index, tool_call: started })?;
+            let delta = serde_json::to_string(&call.arguments)?;
+            line(&Line::ToolcallDelta { content_index, delta: &delta })?;
+            line(&Line::ToolcallEnd { content_index, tool_call: TaggedToolCall { kind: "toolCall", call } })
+        }
+        Step::End { message, .. } => {
+            let reason = message.stop_reason;
+            match reason {
+                "error" | "aborted" => line(&Line::Error { reason, error: message }),
+                _ => line(&Line::Done { reason, message }),
+            }
+        }
+        Step::ToolResults { results, .. } => line(&Line::ToolResults { results }),
     }
 }
 
-/// The lines of a message that failed before any Cursor run could deliver one (a provider whose
-/// source never started, say): `start`, then `error{reason: "error"|"aborted", error}` with
-/// `errorMessage` = `message`, no content and zero usage. Each line ends with `\n`.
-pub fn failed_message_lines(model: &str, timestamp: u64, aborted: bool, message: &str) -> String {
+/// A `toolCall` block as it starts: `arguments` is `{}` (borrowed, nothing cloned).
+#[derive(Serialize)]
+struct StartedToolCall<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    id: &'a str,
+    name: &'a str,
+    arguments: EmptyObject,
+}
+
+#[derive(Serialize)]
+struct EmptyObject {}
+
+/// A complete `toolCall` block, borrowed (the same shape as [`ContentBlock::ToolCall`]).
+#[derive(Serialize)]
+struct TaggedToolCall<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    #[serde(flatten)]
+    call: &'a ToolCall,
+}
+
+/// The steps of a message that failed before any Cursor run could deliver one (a provider whose
+/// source never started, say): `start`, then its end as `error{reason: "error"|"aborted", error}`
+/// with `errorMessage` = `message`, no content and zero usage.
+pub fn failed_message_steps(model: &str, timestamp: u64, aborted: bool, message: &str) -> [Step; 2] {
     let partial = AssistantMessage::empty(model, timestamp);
     let mut failed = partial.clone();
     failed.stop_reason = if aborted { "aborted" } else { "error" };
     failed.error_message = Some(message.to_owned());
-    let mut out = String::new();
-    for line in [Line::Start { partial: &partial }, Line::Error { reason: failed.stop_reason, error: &failed }] {
-        // Serializing these plain structs cannot fail.
-        out.push_str(&serde_json::to_string(&line).unwrap_or_default());
-        out.push('\n');
-    }
-    out
+    [Step::Start(partial), Step::End { message: failed, at: timestamp }]
 }
 
 impl<W: Write + Send> Sink for PiEventsSink<W> {
@@ -234,7 +248,7 @@ impl<W: Write + Send> Sink for PiEventsSink<W> {
         }
         let mut res = Ok(());
         for step in &steps {
-            res = self.step(step);
+            res = write_step(step, &mut self.pending);
             if res.is_err() {
                 break;
             }

@@ -230,6 +230,14 @@ fn interleaved_runs_keep_their_own_messages() {
     assert_eq!(done, [("m-a", "A"), ("m-b", "B")]);
 }
 
+fn failed_message_lines(model: &str, timestamp: u64, aborted: bool, message: &str) -> String {
+    let mut out = Vec::new();
+    for step in failed_message_steps(model, timestamp, aborted, message) {
+        write_step(&step, &mut out).unwrap();
+    }
+    String::from_utf8(out).unwrap()
+}
+
 #[test]
 fn a_failed_message_is_a_start_and_one_error_line() {
     let text = failed_message_lines("auto", 7, false, "cursor-agent exited with status 1: not logged in");

@@ -659,7 +659,7 @@ fn without_timestamp(m: &Value) -> Value {
 /// tool result messages with the recorded content; the session file pi wrote holds them too.
 fn check_pi_run(run: &PiRun, home: &Path, expected: &[Value]) -> Result<(), String> {
     let ends: Vec<&Value> = run.events.iter().filter(|e| e["type"] == "message_end").map(|e| &e["message"]).collect();
-    // pi's own messages are not the run's: the prompt, and (pi 0.80+) the system prompt it records.
+    // pi's own messages are not the run's: the prompt, and (pi 0.86+) the system prompt it records.
     let delivered: Vec<&Value> =
         ends.iter().copied().filter(|m| m["role"] != "user" && m["role"] != "system").collect();
     if delivered.len() != expected.len() {

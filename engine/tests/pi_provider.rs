@@ -1074,6 +1074,45 @@ fn real_pi_never_retries_a_cursor_run() {
     });
 }
 
+/// Every supported pi gives `toolstream pi-provider` the same `request`: pi 0.86+ hands the
+/// provider its prompt and tool declarations as `system` messages, which the extension folds back
+/// into `systemPrompt` and `tools` (integrations/pi/pi-compat.ts), as pi 0.73 passes them.
+#[cfg(unix)]
+#[test]
+fn real_pi_sends_the_same_request_shape_whatever_its_version() {
+    common::each_pi(|pi| {
+        let home = common::tempdir();
+        let request = home.join("request.json");
+        // A stand-in for `toolstream pi-provider` that keeps the request line and fails.
+        let fake = home.join("fake-toolstream");
+        std::fs::write(
+            &fake,
+            format!("#!/bin/sh\nhead -n 1 > '{}'\necho 'no backend here' >&2\nexit 3\n", request.display()),
+        )
+        .unwrap();
+        std::fs::set_permissions(&fake, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+        let mut cmd = pi_command(&pi.bin(), &home);
+        cmd.env("TOOLSTREAM_BIN", &fake);
+        let _ = run_pi_json(cmd, "hello there");
+        let line = std::fs::read_to_string(&request).unwrap();
+        let request: Value = serde_json::from_str(&line).unwrap();
+        let context = &request["context"];
+        let roles: Vec<&str> =
+            context["messages"].as_array().unwrap().iter().map(|m| m["role"].as_str().unwrap()).collect();
+        assert_eq!(roles, ["user"], "{pi}: {context}");
+        assert_eq!(context["messages"][0]["content"], json!([{"type": "text", "text": "hello there"}]), "{pi}");
+        let prompt = context["systemPrompt"].as_str().unwrap_or_default();
+        assert!(prompt.contains("read"), "{pi}: no system prompt in {context}");
+        let tools: Vec<&str> =
+            context["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
+        for name in ["cursor", "read", "bash", "edit", "write"] {
+            assert!(tools.contains(&name), "{pi}: no tool {name} in {tools:?}");
+        }
+        assert!(context["tools"].as_array().unwrap().iter().all(|t| t["parameters"].is_object()), "{pi}");
+        let _ = std::fs::remove_dir_all(&home);
+    });
+}
+
 /// A stand-in cursor-agent that streams `FAKE_STREAM`, starts a background process that inherits
 /// its output (as `npm run dev &` would), records that process's pid, and then either exits with
 /// 7 or waits in the foreground (`FAKE_WAIT`), recording its own pid too.

@@ -31,6 +31,7 @@ import {
 	type ToolCall,
 	type ToolResultMessage,
 } from "@mariozechner/pi-ai";
+import { requestContext } from "./pi-compat.js";
 
 export const PROVIDER = "cursor";
 /** The `api` of every message toolstream produces (its pi sinks write `"api":"cursor-sdk"`). */
@@ -398,11 +399,7 @@ async function deliverOneMessage(
 			type: "request",
 			model: model.id,
 			cwd: currentCwd,
-			context: {
-				systemPrompt: context.systemPrompt,
-				messages: context.messages,
-				tools: (context.tools ?? []).map((t) => ({ name: t.name, description: t.description, parameters: t.parameters })),
-			},
+			context: requestContext(context),
 			source: sourceSpec(currentCwd),
 		});
 	}

@@ -1,6 +1,6 @@
 //! The Cursor chat database as a source and as a sink, end to end with the real binary, real
 //! SQLite (databases are built here, at test time, from `../shared/fixtures/cursor-bubbles`)
-//! and real pi (`scripts/install-pi`):
+//! and real pi (each version of `scripts/pi-versions`, installed by `scripts/install-pi`):
 //! - the real Cursor 3.6 conversation (and the agent-hub sample) replays to a pi session that pi
 //!   exports and serves, with one tool call per tool bubble and the bubbles' text in order;
 //! - every CLI capture written with `--sink cursor-db` and read back gives the same calls (tool,
@@ -259,32 +259,33 @@ fn the_real_conversation_replays_to_a_session_pi_accepts() {
     assert_eq!(assistant_text(&hub), "你好，需要我帮你做什么？");
     assert_eq!(hub[0]["cwd"], "/Users/dev/AiProject/demo-app");
 
-    let Some(pi) = common::pi_bin() else { return };
-    for (file, n_calls) in [(&session, tools.len()), (&hub_session, 0)] {
-        let copy = dir.join("copy.jsonl");
-        std::fs::copy(file, &copy).unwrap();
-        let html = dir.join("out.html");
-        let mut cmd = pi_command(&pi, &dir.join("home"));
-        cmd.args(["--export", copy.to_str().unwrap(), html.to_str().unwrap()]);
-        let out = common::run_with_timeout(&mut cmd, None, PI_TIMEOUT).unwrap();
-        assert_eq!(out.code, Some(0), "pi --export: {}", out.stderr);
-        assert!(std::fs::metadata(&html).unwrap().len() > 0);
-        // pi loads every message, each tool call with its result.
-        let lines = session_lines(file);
-        let workdir = dir.join("workdir");
-        std::fs::create_dir_all(&workdir).unwrap();
-        let text = std::fs::read_to_string(file).unwrap();
-        let (first, rest) = text.split_once('\n').unwrap();
-        let mut header: Value = serde_json::from_str(first).unwrap();
-        header["cwd"] = json!(workdir); // pi refuses a session whose folder is missing
-        std::fs::write(&copy, format!("{header}\n{rest}")).unwrap();
-        let mut cmd = pi_command(&pi, &dir.join("home"));
-        cmd.args(["--mode", "rpc", "--session", copy.to_str().unwrap()]);
-        let res = pi_rpc(cmd, &[json!({"id": "messages", "type": "get_messages"})]);
-        let got = res["messages"]["data"]["messages"].as_array().unwrap();
-        assert_eq!(got.len(), messages(&lines).len());
-        assert_eq!(got.iter().filter(|m| m["role"] == "toolResult").count(), n_calls);
-    }
+    common::each_pi(|pi| {
+        for (file, n_calls) in [(&session, tools.len()), (&hub_session, 0)] {
+            let copy = dir.join("copy.jsonl");
+            std::fs::copy(file, &copy).unwrap();
+            let html = dir.join("out.html");
+            let mut cmd = pi_command(&pi.bin(), &dir.join("home"));
+            cmd.args(["--export", copy.to_str().unwrap(), html.to_str().unwrap()]);
+            let out = common::run_with_timeout(&mut cmd, None, PI_TIMEOUT).unwrap();
+            assert_eq!(out.code, Some(0), "pi --export: {}", out.stderr);
+            assert!(std::fs::metadata(&html).unwrap().len() > 0);
+            // pi loads every message, each tool call with its result.
+            let lines = session_lines(file);
+            let workdir = dir.join("workdir");
+            std::fs::create_dir_all(&workdir).unwrap();
+            let text = std::fs::read_to_string(file).unwrap();
+            let (first, rest) = text.split_once('\n').unwrap();
+            let mut header: Value = serde_json::from_str(first).unwrap();
+            header["cwd"] = json!(workdir); // pi refuses a session whose folder is missing
+            std::fs::write(&copy, format!("{header}\n{rest}")).unwrap();
+            let mut cmd = pi_command(&pi.bin(), &dir.join("home"));
+            cmd.args(["--mode", "rpc", "--session", copy.to_str().unwrap()]);
+            let res = pi_rpc(cmd, &[json!({"id": "messages", "type": "get_messages"})]);
+            let got = res["messages"]["data"]["messages"].as_array().unwrap();
+            assert_eq!(got.len(), messages(&lines).len());
+            assert_eq!(got.iter().filter(|m| m["role"] == "toolResult").count(), n_calls);
+        }
+    });
 }
 
 #[test]
@@ -602,33 +603,36 @@ fn pi_sessions_go_where_pi_lists_and_opens_them_once() {
     assert_eq!(std::fs::read_dir(&folder).unwrap().count(), 1);
     assert_eq!(std::fs::read(file).unwrap(), before, "deterministic");
 
-    let Some(pi) = common::pi_bin() else { return };
-    // pi's own session listing (what `pi -r` shows) for that working directory.
-    let pkg = pi.parent().unwrap().join("../@mariozechner/pi-coding-agent/dist/index.js");
-    let script = format!(
-        "import {{ SessionManager }} from {pkg};\nconst s = await SessionManager.list({cwd});\nconsole.log(JSON.stringify(s.map(x => ({{ path: x.path, id: x.id, firstMessage: x.firstMessage, messageCount: x.messageCount }}))));",
-        pkg = json!(pkg.canonicalize().unwrap().to_str().unwrap()),
-        cwd = json!(cwd),
-    );
-    let mut node_cmd = Command::new("node");
-    node_cmd.current_dir(&workdir).args(["--input-type=module", "-e", &script]).env("PI_CODING_AGENT_DIR", &agent);
-    let listed = common::run_with_timeout(&mut node_cmd, None, PI_TIMEOUT).unwrap();
-    assert_eq!(listed.code, Some(0), "{}", listed.stderr);
-    let listed: Value = serde_json::from_str(listed.stdout.trim()).unwrap();
-    let listed = listed.as_array().unwrap();
-    assert_eq!(listed.len(), 1, "{listed:?}");
-    assert_eq!(listed[0]["id"], id);
-    assert!(listed[0]["firstMessage"].as_str().unwrap().starts_with("You're going to walk through"));
-    assert_eq!(listed[0]["messageCount"].as_u64().unwrap() as usize, messages(&lines).len());
+    common::each_pi(|pi| {
+        // pi's own session listing (what `pi -r` shows) for that working directory.
+        let pkg = pi.package_dir().join("dist/index.js");
+        let script = format!(
+            "import {{ SessionManager }} from {pkg};\nconst s = await SessionManager.list({cwd});\nconsole.log(JSON.stringify(s.map(x => ({{ path: x.path, id: x.id, firstMessage: x.firstMessage, messageCount: x.messageCount }}))));",
+            pkg = json!(pkg.canonicalize().unwrap().to_str().unwrap()),
+            cwd = json!(cwd),
+        );
+        let mut node_cmd = Command::new(pi.node());
+        node_cmd.current_dir(&workdir).args(["--input-type=module", "-e", &script]).env("PI_CODING_AGENT_DIR", &agent);
+        let listed = common::run_with_timeout(&mut node_cmd, None, PI_TIMEOUT).unwrap();
+        assert_eq!(listed.code, Some(0), "{}", listed.stderr);
+        let listed: Value = serde_json::from_str(listed.stdout.trim()).unwrap();
+        let listed = listed.as_array().unwrap();
+        assert_eq!(listed.len(), 1, "{listed:?}");
+        assert_eq!(listed[0]["id"], id);
+        assert!(listed[0]["firstMessage"].as_str().unwrap().starts_with("You're going to walk through"));
+        assert_eq!(listed[0]["messageCount"].as_u64().unwrap() as usize, messages(&lines).len());
 
-    // pi opens it by id from that folder (`pi --session <id>` looks it up in the listing).
-    let mut cmd = pi_command(&pi, &home);
-    cmd.current_dir(&workdir).args(["--mode", "rpc", "--session", id]);
-    let res =
-        pi_rpc(cmd, &[json!({"id": "state", "type": "get_state"}), json!({"id": "messages", "type": "get_messages"})]);
-    assert_eq!(res["state"]["data"]["sessionId"], id, "{}", res["state"]);
-    let got = res["messages"]["data"]["messages"].as_array().unwrap();
-    assert_eq!(got.len(), messages(&lines).len());
+        // pi opens it by id from that folder (`pi --session <id>` looks it up in the listing).
+        let mut cmd = pi_command(&pi.bin(), &home);
+        cmd.current_dir(&workdir).args(["--mode", "rpc", "--session", id]);
+        let res = pi_rpc(
+            cmd,
+            &[json!({"id": "state", "type": "get_state"}), json!({"id": "messages", "type": "get_messages"})],
+        );
+        assert_eq!(res["state"]["data"]["sessionId"], id, "{}", res["state"]);
+        let got = res["messages"]["data"]["messages"].as_array().unwrap();
+        assert_eq!(got.len(), messages(&lines).len());
+    });
 }
 
 #[test]

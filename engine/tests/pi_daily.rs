@@ -231,113 +231,128 @@ fn stopped(message: &Value) {
 
 #[test]
 fn print_mode_continue_resumes_the_cursor_chat() {
-    let Some(pi) = common::pi_bin() else { return };
-    let home = Home::new();
-    let first = print_mode(home.pi(&pi), &[], "fix the rounding bug");
-    stopped(&first);
-    assert_eq!(first["responseId"], DEMO_CHAT, "the run's messages carry its Cursor chat");
-    let second = print_mode(home.pi(&pi), &["-c"], "now explain the fix — in one line");
-    stopped(&second);
-    let calls = calls(&home.calls_dir());
-    assert_eq!(calls.len(), 2, "{calls:?}");
-    assert_eq!(option(&calls[0], "--resume"), None);
-    assert_eq!(calls[0].last().unwrap(), "fix the rounding bug");
-    assert_eq!(option(&calls[1], "--resume"), Some(DEMO_CHAT));
-    assert_eq!(calls[1].last().unwrap(), "now explain the fix — in one line", "the user's text, unchanged");
+    common::each_pi(|pi| {
+        let pi = pi.bin();
+        let home = Home::new();
+        let first = print_mode(home.pi(&pi), &[], "fix the rounding bug");
+        stopped(&first);
+        assert_eq!(first["responseId"], DEMO_CHAT, "the run's messages carry its Cursor chat");
+        let second = print_mode(home.pi(&pi), &["-c"], "now explain the fix — in one line");
+        stopped(&second);
+        let calls = calls(&home.calls_dir());
+        assert_eq!(calls.len(), 2, "{calls:?}");
+        assert_eq!(option(&calls[0], "--resume"), None);
+        assert_eq!(calls[0].last().unwrap(), "fix the rounding bug");
+        assert_eq!(option(&calls[1], "--resume"), Some(DEMO_CHAT));
+        assert_eq!(calls[1].last().unwrap(), "now explain the fix — in one line", "the user's text, unchanged");
+    });
 }
 
 #[test]
 fn rpc_resumes_then_starts_anew_after_new_session_and_flattens_in_a_fork() {
-    let Some(pi) = common::pi_bin() else { return };
-    let home = Home::new();
-    let mut rpc = Rpc::start(home.pi(&pi));
-    stopped(&rpc.prompt("p1", "fix the rounding bug"));
-    stopped(&rpc.prompt("p2", "and add a test"));
-    // Nothing of a finished run stays in the extension.
-    let status = rpc.notification("s1", "/cursor-status");
-    assert!(status.contains("recorded results 0; pending calls 0"), "{status}");
+    common::each_pi(|pi| {
+        let pi = pi.bin();
+        let home = Home::new();
+        let mut rpc = Rpc::start(home.pi(&pi));
+        stopped(&rpc.prompt("p1", "fix the rounding bug"));
+        stopped(&rpc.prompt("p2", "and add a test"));
+        // Nothing of a finished run stays in the extension.
+        let status = rpc.notification("s1", "/cursor-status");
+        assert!(status.contains("recorded results 0; pending calls 0"), "{status}");
 
-    // A fork from the second prompt: the conversation up to the first run, in a new session.
-    let forks = rpc.call("f", json!({"type": "get_fork_messages"}));
-    let second =
-        forks["data"]["messages"].as_array().unwrap().iter().find(|m| m["text"] == "and add a test").unwrap().clone();
-    rpc.call("fork", json!({"type": "fork", "entryId": second["entryId"]}));
-    stopped(&rpc.prompt("p3", "use integer cents instead"));
+        // A fork from the second prompt: the conversation up to the first run, in a new session.
+        let forks = rpc.call("f", json!({"type": "get_fork_messages"}));
+        let second = forks["data"]["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["text"] == "and add a test")
+            .unwrap()
+            .clone();
+        rpc.call("fork", json!({"type": "fork", "entryId": second["entryId"]}));
+        stopped(&rpc.prompt("p3", "use integer cents instead"));
 
-    // A new session: nothing carries over; and Cursor's mode reaches cursor-agent.
-    rpc.call("n", json!({"type": "new_session"}));
-    let mode = rpc.notification("m", "/cursor-mode plan");
-    assert_eq!(mode, "Cursor mode: plan");
-    stopped(&rpc.prompt("p4", "start over"));
+        // A new session: nothing carries over; and Cursor's mode reaches cursor-agent.
+        rpc.call("n", json!({"type": "new_session"}));
+        let mode = rpc.notification("m", "/cursor-mode plan");
+        assert_eq!(mode, "Cursor mode: plan");
+        stopped(&rpc.prompt("p4", "start over"));
 
-    let calls = calls(&home.calls_dir());
-    assert_eq!(calls.len(), 4, "{calls:?}");
-    assert_eq!(option(&calls[0], "--resume"), None);
-    assert_eq!(option(&calls[1], "--resume"), Some(DEMO_CHAT), "{:?}", calls[1]);
-    assert_eq!(calls[1].last().unwrap(), "and add a test");
-    // The fork: no resume; the first exchange travels in the prompt, the new text last.
-    assert_eq!(option(&calls[2], "--resume"), None, "{:?}", calls[2]);
-    let prompt = calls[2].last().unwrap();
-    assert!(prompt.starts_with(HISTORY_HEADER), "{prompt}");
-    assert!(prompt.contains("[user]\nfix the rounding bug\n"), "{prompt}");
-    assert!(prompt.contains("[assistant]\n"), "{prompt}");
-    assert!(!prompt.contains("and add a test"), "the abandoned branch is not history: {prompt}");
-    assert!(prompt.ends_with(&format!("{REQUEST_HEADER}\nuse integer cents instead")), "{prompt}");
-    // After the new session: the prompt alone, in plan mode.
-    assert_eq!(option(&calls[3], "--resume"), None);
-    assert_eq!(calls[3].last().unwrap(), "start over");
-    assert!(calls[3].iter().any(|a| a == "--mode=plan"), "{:?}", calls[3]);
-    assert!(!calls[0].iter().any(|a| a.starts_with("--mode")), "agent mode is cursor-agent's default: {:?}", calls[0]);
+        let calls = calls(&home.calls_dir());
+        assert_eq!(calls.len(), 4, "{calls:?}");
+        assert_eq!(option(&calls[0], "--resume"), None);
+        assert_eq!(option(&calls[1], "--resume"), Some(DEMO_CHAT), "{:?}", calls[1]);
+        assert_eq!(calls[1].last().unwrap(), "and add a test");
+        // The fork: no resume; the first exchange travels in the prompt, the new text last.
+        assert_eq!(option(&calls[2], "--resume"), None, "{:?}", calls[2]);
+        let prompt = calls[2].last().unwrap();
+        assert!(prompt.starts_with(HISTORY_HEADER), "{prompt}");
+        assert!(prompt.contains("[user]\nfix the rounding bug\n"), "{prompt}");
+        assert!(prompt.contains("[assistant]\n"), "{prompt}");
+        assert!(!prompt.contains("and add a test"), "the abandoned branch is not history: {prompt}");
+        assert!(prompt.ends_with(&format!("{REQUEST_HEADER}\nuse integer cents instead")), "{prompt}");
+        // After the new session: the prompt alone, in plan mode.
+        assert_eq!(option(&calls[3], "--resume"), None);
+        assert_eq!(calls[3].last().unwrap(), "start over");
+        assert!(calls[3].iter().any(|a| a == "--mode=plan"), "{:?}", calls[3]);
+        assert!(
+            !calls[0].iter().any(|a| a.starts_with("--mode")),
+            "agent mode is cursor-agent's default: {:?}",
+            calls[0]
+        );
+    });
 }
 
 #[test]
 fn the_model_list_comes_from_cursor_agents_listing() {
-    let Some(pi) = common::pi_bin() else { return };
-    let home = Home::new();
-    let mut cmd = home.pi(&pi);
-    cmd.env("FAKE_MODELS", "Available models\n\nauto - Auto (current)\ncomposer-2 - Composer 2\ngpt-5 - GPT-5\n");
-    let mut rpc = Rpc::start(cmd);
-    let models = rpc.call("m", json!({"type": "get_available_models"}));
-    let ours: Vec<(String, u64)> = models["data"]["models"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|m| m["provider"] == "cursor")
-        .map(|m| (m["id"].as_str().unwrap().to_owned(), m["contextWindow"].as_u64().unwrap()))
-        .collect();
-    let table = toolstream_schemas::models::ModelTable::default();
-    let expected: Vec<(String, u64)> = ["auto", "composer-2", "gpt-5"]
-        .iter()
-        .map(|id| (id.to_string(), table.limits(Some(id)).context_window))
-        .collect();
-    assert_eq!(ours, expected);
-    // Cached for a day: asked again without a listing, the same list comes back.
-    drop(rpc);
-    let mut rpc = Rpc::start(home.pi(&pi));
-    let again = rpc.call("m", json!({"type": "get_available_models"}));
-    let ids: Vec<&str> = again["data"]["models"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|m| m["provider"] == "cursor")
-        .map(|m| m["id"].as_str().unwrap())
-        .collect();
-    assert_eq!(ids, ["auto", "composer-2", "gpt-5"]);
-    // Without a listing and without a cache: the environment's ids.
-    std::fs::remove_dir_all(home.dir.join(".cache")).unwrap();
-    drop(rpc);
-    let mut cmd = home.pi(&pi);
-    cmd.env("TOOLSTREAM_CURSOR_MODELS", "composer-2, x-1");
-    let mut rpc = Rpc::start(cmd);
-    let env = rpc.call("m", json!({"type": "get_available_models"}));
-    let ids: Vec<&str> = env["data"]["models"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|m| m["provider"] == "cursor")
-        .map(|m| m["id"].as_str().unwrap())
-        .collect();
-    assert_eq!(ids, ["auto", "composer-2", "x-1"]);
+    common::each_pi(|pi| {
+        let pi = pi.bin();
+        let home = Home::new();
+        let mut cmd = home.pi(&pi);
+        cmd.env("FAKE_MODELS", "Available models\n\nauto - Auto (current)\ncomposer-2 - Composer 2\ngpt-5 - GPT-5\n");
+        let mut rpc = Rpc::start(cmd);
+        let models = rpc.call("m", json!({"type": "get_available_models"}));
+        let ours: Vec<(String, u64)> = models["data"]["models"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|m| m["provider"] == "cursor")
+            .map(|m| (m["id"].as_str().unwrap().to_owned(), m["contextWindow"].as_u64().unwrap()))
+            .collect();
+        let table = toolstream_schemas::models::ModelTable::default();
+        let expected: Vec<(String, u64)> = ["auto", "composer-2", "gpt-5"]
+            .iter()
+            .map(|id| (id.to_string(), table.limits(Some(id)).context_window))
+            .collect();
+        assert_eq!(ours, expected);
+        // Cached for a day: asked again without a listing, the same list comes back.
+        drop(rpc);
+        let mut rpc = Rpc::start(home.pi(&pi));
+        let again = rpc.call("m", json!({"type": "get_available_models"}));
+        let ids: Vec<&str> = again["data"]["models"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|m| m["provider"] == "cursor")
+            .map(|m| m["id"].as_str().unwrap())
+            .collect();
+        assert_eq!(ids, ["auto", "composer-2", "gpt-5"]);
+        // Without a listing and without a cache: the environment's ids.
+        std::fs::remove_dir_all(home.dir.join(".cache")).unwrap();
+        drop(rpc);
+        let mut cmd = home.pi(&pi);
+        cmd.env("TOOLSTREAM_CURSOR_MODELS", "composer-2, x-1");
+        let mut rpc = Rpc::start(cmd);
+        let env = rpc.call("m", json!({"type": "get_available_models"}));
+        let ids: Vec<&str> = env["data"]["models"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|m| m["provider"] == "cursor")
+            .map(|m| m["id"].as_str().unwrap())
+            .collect();
+        assert_eq!(ids, ["auto", "composer-2", "x-1"]);
+    });
 }
 
 /// pi's JSON-mode run of the demo with `env`; the assistant messages it ended.
@@ -418,107 +433,115 @@ fn thinking(messages: &[Value]) -> String {
 
 #[test]
 fn without_native_tool_display_every_call_is_a_thinking_trace() {
-    let Some(pi) = common::pi_bin() else { return };
-    let home = Home::new();
-    let calls = demo_calls(&home, &pi);
-    assert!(calls.len() >= 5, "{calls:?}");
-    let messages = demo_messages(&home, &pi, &[("PI_CURSOR_NATIVE_TOOL_DISPLAY", "0")], &[]);
-    assert_eq!(tool_calls(&messages), Vec::<String>::new(), "no replay tool calls at all");
-    let last = messages.last().unwrap();
-    stopped(last);
-    let trace = thinking(&messages);
-    for (_, head) in &calls {
-        assert_eq!(traces_of(&trace, head), 1, "one trace for {head:?} in {trace}");
-    }
-    assert!(trace.contains("Command exited with code 1"), "the failing npm test's output is in its trace: {trace}");
+    common::each_pi(|pi| {
+        let pi = pi.bin();
+        let home = Home::new();
+        let calls = demo_calls(&home, &pi);
+        assert!(calls.len() >= 5, "{calls:?}");
+        let messages = demo_messages(&home, &pi, &[("PI_CURSOR_NATIVE_TOOL_DISPLAY", "0")], &[]);
+        assert_eq!(tool_calls(&messages), Vec::<String>::new(), "no replay tool calls at all");
+        let last = messages.last().unwrap();
+        stopped(last);
+        let trace = thinking(&messages);
+        for (_, head) in &calls {
+            assert_eq!(traces_of(&trace, head), 1, "one trace for {head:?} in {trace}");
+        }
+        assert!(trace.contains("Command exited with code 1"), "the failing npm test's output is in its trace: {trace}");
+    });
 }
 
 #[test]
 fn without_native_wrappers_native_calls_are_neutral_cards() {
-    let Some(pi) = common::pi_bin() else { return };
-    let home = Home::new();
-    let calls = demo_calls(&home, &pi);
-    assert!(calls.iter().any(|(t, _)| t != "cursor"), "the demo has native calls: {calls:?}");
-    let messages = demo_messages(&home, &pi, &[("PI_CURSOR_REGISTER_NATIVE_TOOLS", "0")], &[]);
-    assert_eq!(tool_calls(&messages), vec!["cursor".to_owned(); calls.len()], "every call as the neutral card");
-    stopped(messages.last().unwrap());
+    common::each_pi(|pi| {
+        let pi = pi.bin();
+        let home = Home::new();
+        let calls = demo_calls(&home, &pi);
+        assert!(calls.iter().any(|(t, _)| t != "cursor"), "the demo has native calls: {calls:?}");
+        let messages = demo_messages(&home, &pi, &[("PI_CURSOR_REGISTER_NATIVE_TOOLS", "0")], &[]);
+        assert_eq!(tool_calls(&messages), vec!["cursor".to_owned(); calls.len()], "every call as the neutral card");
+        stopped(messages.last().unwrap());
+    });
 }
 
 #[test]
 fn a_wrapper_owned_by_another_extension_falls_back_to_a_trace() {
-    let Some(pi) = common::pi_bin() else { return };
-    let home = Home::new();
-    // Another extension that registers `read` first.
-    let other = home.dir.join("other-ext");
-    std::fs::create_dir_all(&other).unwrap();
-    std::fs::write(
-        other.join("index.ts"),
-        "import { Type } from \"typebox\";\n\
-         export default function (pi: any) {\n\
-           pi.registerTool({ name: \"read\", label: \"read\", description: \"someone else's read\",\n\
-             parameters: Type.Object({ path: Type.String() }),\n\
-             async execute() { return { content: [{ type: \"text\", text: \"OTHER READ RAN\" }], details: {} }; } });\n\
-         }\n",
-    )
-    .unwrap();
-    let calls = demo_calls(&home, &pi);
-    let cmd = home.pi(&pi);
-    // Load order: the other extension first, then ours (pi keeps the first `read`).
-    let args: Vec<std::ffi::OsString> = cmd.get_args().map(|a| a.to_owned()).collect();
-    let ours = args.iter().position(|a| a == "-e").unwrap() + 1;
-    let mut cmd2 = Command::new(cmd.get_program());
-    cmd2.current_dir(home.dir.join("work"));
-    for (k, v) in cmd.get_envs() {
-        match v {
-            Some(v) => cmd2.env(k, v),
-            None => cmd2.env_remove(k),
-        };
-    }
-    cmd2.args(&args[..ours - 1]).arg("-e").arg(&other).arg("-e").arg(&args[ours]).args(&args[ours + 1..]);
-    cmd2.args(["--mode", "json", "-p", "fix the rounding bug"]);
-    let done = common::run_with_timeout(&mut cmd2, None, PI_TIMEOUT).unwrap();
-    assert_eq!(done.code, Some(0), "pi loads both extensions: {}", done.stderr);
-    let messages: Vec<Value> = done
-        .stdout
-        .lines()
-        .filter(|l| !l.trim().is_empty())
-        .map(|l| serde_json::from_str::<Value>(l).unwrap())
-        .filter(|e| e["type"] == "message_end" && e["message"]["role"] == "assistant")
-        .map(|e| e["message"].clone())
-        .collect();
-    assert!(!done.stdout.contains("OTHER READ RAN"), "the other extension's read never ran for a replay");
-    let expected: Vec<String> = calls.iter().filter(|(t, _)| t != "read").map(|(t, _)| t.clone()).collect();
-    assert_eq!(tool_calls(&messages), expected, "every call but the read is a replay tool call");
-    let (_, read_head) = calls.iter().find(|(t, _)| t == "read").unwrap();
-    assert_eq!(traces_of(&thinking(&messages), read_head), 1, "the read shows as a trace");
-    stopped(messages.last().unwrap());
+    common::each_pi(|pi| {
+        let pi = pi.bin();
+        let home = Home::new();
+        // Another extension that registers `read` first.
+        let other = home.dir.join("other-ext");
+        std::fs::create_dir_all(&other).unwrap();
+        std::fs::write(
+            other.join("index.ts"),
+            "import { Type } from \"typebox\";\n\
+             export default function (pi: any) {\n\
+               pi.registerTool({ name: \"read\", label: \"read\", description: \"someone else's read\",\n\
+                 parameters: Type.Object({ path: Type.String() }),\n\
+                 async execute() { return { content: [{ type: \"text\", text: \"OTHER READ RAN\" }], details: {} }; } });\n\
+             }\n",
+        )
+        .unwrap();
+        let calls = demo_calls(&home, &pi);
+        let cmd = home.pi(&pi);
+        // Load order: the other extension first, then ours (pi keeps the first `read`).
+        let args: Vec<std::ffi::OsString> = cmd.get_args().map(|a| a.to_owned()).collect();
+        let ours = args.iter().position(|a| a == "-e").unwrap() + 1;
+        let mut cmd2 = Command::new(cmd.get_program());
+        cmd2.current_dir(home.dir.join("work"));
+        for (k, v) in cmd.get_envs() {
+            match v {
+                Some(v) => cmd2.env(k, v),
+                None => cmd2.env_remove(k),
+            };
+        }
+        cmd2.args(&args[..ours - 1]).arg("-e").arg(&other).arg("-e").arg(&args[ours]).args(&args[ours + 1..]);
+        cmd2.args(["--mode", "json", "-p", "fix the rounding bug"]);
+        let done = common::run_with_timeout(&mut cmd2, None, PI_TIMEOUT).unwrap();
+        assert_eq!(done.code, Some(0), "pi loads both extensions: {}", done.stderr);
+        let messages: Vec<Value> = done
+            .stdout
+            .lines()
+            .filter(|l| !l.trim().is_empty())
+            .map(|l| serde_json::from_str::<Value>(l).unwrap())
+            .filter(|e| e["type"] == "message_end" && e["message"]["role"] == "assistant")
+            .map(|e| e["message"].clone())
+            .collect();
+        assert!(!done.stdout.contains("OTHER READ RAN"), "the other extension's read never ran for a replay");
+        let expected: Vec<String> = calls.iter().filter(|(t, _)| t != "read").map(|(t, _)| t.clone()).collect();
+        assert_eq!(tool_calls(&messages), expected, "every call but the read is a replay tool call");
+        let (_, read_head) = calls.iter().find(|(t, _)| t == "read").unwrap();
+        assert_eq!(traces_of(&thinking(&messages), read_head), 1, "the read shows as a trace");
+        stopped(messages.last().unwrap());
+    });
 }
 
 #[test]
 fn a_malformed_backend_line_is_reported_not_dropped_silently() {
-    let Some(pi) = common::pi_bin() else { return };
-    let home = Home::new();
-    // A toolstream that says something that is not protocol before the real run.
-    let wrapper = home.dir.join("noisy-toolstream");
-    std::fs::write(
-        &wrapper,
-        format!(
-            "#!/bin/sh\n[ \"$1\" = pi-provider ] && echo 'oops: not a protocol line'\nexec '{}' \"$@\"\n",
-            env!("CARGO_BIN_EXE_toolstream")
-        ),
-    )
-    .unwrap();
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).unwrap();
-    let mut cmd = home.pi(&pi);
-    cmd.env("TOOLSTREAM_BIN", &wrapper).args(["--mode", "json", "-p", "fix the rounding bug"]);
-    let done = common::run_with_timeout(&mut cmd, None, PI_TIMEOUT).unwrap();
-    assert_eq!(done.code, Some(0), "{}", done.stderr);
-    assert!(
-        done.stderr
-            .contains("toolstream pi-provider sent a line that is not JSON (ignored): oops: not a protocol line"),
-        "{}",
-        done.stderr
-    );
-    assert!(done.stdout.contains("\"stopReason\":\"stop\""), "the run still completes");
+    common::each_pi(|pi| {
+        let pi = pi.bin();
+        let home = Home::new();
+        // A toolstream that says something that is not protocol before the real run.
+        let wrapper = home.dir.join("noisy-toolstream");
+        std::fs::write(
+            &wrapper,
+            format!(
+                "#!/bin/sh\n[ \"$1\" = pi-provider ] && echo 'oops: not a protocol line'\nexec '{}' \"$@\"\n",
+                env!("CARGO_BIN_EXE_toolstream")
+            ),
+        )
+        .unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let mut cmd = home.pi(&pi);
+        cmd.env("TOOLSTREAM_BIN", &wrapper).args(["--mode", "json", "-p", "fix the rounding bug"]);
+        let done = common::run_with_timeout(&mut cmd, None, PI_TIMEOUT).unwrap();
+        assert_eq!(done.code, Some(0), "{}", done.stderr);
+        assert!(
+            done.stderr
+                .contains("toolstream pi-provider sent a line that is not JSON (ignored): oops: not a protocol line"),
+            "{}",
+            done.stderr
+        );
+        assert!(done.stdout.contains("\"stopReason\":\"stop\""), "the run still completes");
+    });
 }

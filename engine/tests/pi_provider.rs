@@ -4,7 +4,7 @@
 //!   terminal line per message, `cursor-replay-*` ids, the recorded results, the same messages as
 //!   the pi session sink; `abort`, end of input, failures (as `error` messages), and the
 //!   `cursor-agent` source with a stand-in `cursor-agent` script;
-//! - real pi (`scripts/install-pi` puts it in `.deps/npm`), offline, with a temporary agent dir
+//! - real pi (each of `scripts/pi-versions`, installed by `scripts/install-pi`), offline, with a temporary agent dir
 //!   and home: `pi --no-extensions -e integrations/pi --provider cursor --mode json -p …` on
 //!   recorded runs (pi's own events and the session file pi writes hold the run's messages, one
 //!   tool execution per replayed call with its recorded result, the final stop reason), a
@@ -705,7 +705,9 @@ fn without_timestamp(m: &Value) -> Value {
 /// tool result messages with the recorded content; the session file pi wrote holds them too.
 fn check_pi_run(run: &PiRun, home: &Path, expected: &[Value]) -> Result<(), String> {
     let ends: Vec<&Value> = run.events.iter().filter(|e| e["type"] == "message_end").map(|e| &e["message"]).collect();
-    let delivered: Vec<&Value> = ends.iter().copied().filter(|m| m["role"] != "user").collect();
+    // pi's own messages are not the run's: the prompt, and (pi 0.86+) the system prompt it records.
+    let delivered: Vec<&Value> =
+        ends.iter().copied().filter(|m| m["role"] != "user" && m["role"] != "system").collect();
     if delivered.len() != expected.len() {
         return Err(format!(
             "pi ended {} messages, the recording has {}; stderr: {}",
@@ -803,51 +805,54 @@ fn assistant_text(messages: &[Value]) -> String {
 
 #[test]
 fn real_pi_replays_recorded_runs() {
-    let Some(pi) = common::pi_bin() else { return };
-    let started = Instant::now();
-    let mut all = common::captures_and_examples();
-    // The conformance recordings (tests/conformance.rs): every display argument must pass pi's own
-    // validation of its tool's schema, and every incomplete-call card get its result.
-    let conformance = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/conformance");
-    for name in ["display.jsonl", "grep.jsonl", "incomplete-finished-without-text.jsonl", "incomplete-failed.jsonl"] {
-        all.push(conformance.join(name));
-    }
-    let next = AtomicUsize::new(0);
-    let results: Vec<(String, Result<String, String>)> = std::thread::scope(|s| {
-        let workers: Vec<_> = (0..WORKERS)
-            .map(|_| {
-                s.spawn(|| {
-                    let mut out = Vec::new();
-                    loop {
-                        let i = next.fetch_add(1, Ordering::Relaxed);
-                        let Some(capture) = all.get(i) else { break };
-                        let home = common::tempdir();
-                        let expected = session_messages(capture);
-                        let mut cmd = pi_command(&pi, &home);
-                        cmd.env("TOOLSTREAM_CURSOR_REPLAY", capture);
-                        let res = run_pi_json(cmd, "Replay the recorded Cursor run.")
-                            .and_then(|run| check_pi_run(&run, &home, &expected))
-                            .map(|()| expected.last().unwrap()["stopReason"].as_str().unwrap().to_owned());
-                        if res.is_ok() {
-                            let _ = std::fs::remove_dir_all(&home);
+    common::each_pi(|pi| {
+        let pi = pi.bin();
+        let started = Instant::now();
+        let mut all = common::captures_and_examples();
+        // The conformance recordings (tests/conformance.rs): every display argument must pass pi's own
+        // validation of its tool's schema, and every incomplete-call card get its result.
+        let conformance = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/conformance");
+        for name in ["display.jsonl", "grep.jsonl", "incomplete-finished-without-text.jsonl", "incomplete-failed.jsonl"]
+        {
+            all.push(conformance.join(name));
+        }
+        let next = AtomicUsize::new(0);
+        let results: Vec<(String, Result<String, String>)> = std::thread::scope(|s| {
+            let workers: Vec<_> = (0..WORKERS)
+                .map(|_| {
+                    s.spawn(|| {
+                        let mut out = Vec::new();
+                        loop {
+                            let i = next.fetch_add(1, Ordering::Relaxed);
+                            let Some(capture) = all.get(i) else { break };
+                            let home = common::tempdir();
+                            let expected = session_messages(capture);
+                            let mut cmd = pi_command(&pi, &home);
+                            cmd.env("TOOLSTREAM_CURSOR_REPLAY", capture);
+                            let res = run_pi_json(cmd, "Replay the recorded Cursor run.")
+                                .and_then(|run| check_pi_run(&run, &home, &expected))
+                                .map(|()| expected.last().unwrap()["stopReason"].as_str().unwrap().to_owned());
+                            if res.is_ok() {
+                                let _ = std::fs::remove_dir_all(&home);
+                            }
+                            out.push((common::name(capture), res));
                         }
-                        out.push((common::name(capture), res));
-                    }
-                    out
+                        out
+                    })
                 })
-            })
-            .collect();
-        workers.into_iter().flat_map(|w| w.join().unwrap()).collect()
+                .collect();
+            workers.into_iter().flat_map(|w| w.join().unwrap()).collect()
+        });
+        eprintln!("replayed {} runs in real pi in {:.1}s", results.len(), started.elapsed().as_secs_f64());
+        let failures: Vec<String> =
+            results.iter().filter_map(|(n, r)| r.as_ref().err().map(|e| format!("{n}: {e}"))).collect();
+        assert!(failures.is_empty(), "{}", failures.join("\n"));
+        let stops = results.iter().filter(|(_, r)| r.as_deref() == Ok("stop")).count();
+        assert!(results.iter().any(|(n, r)| n == "demo" && r.as_deref() == Ok("stop")), "{results:?}");
+        if !common::cli_captures().is_empty() {
+            assert!(stops >= 3, "only {stops} runs ended with stop: {results:?}");
+        }
     });
-    eprintln!("replayed {} runs in real pi in {:.1}s", results.len(), started.elapsed().as_secs_f64());
-    let failures: Vec<String> =
-        results.iter().filter_map(|(n, r)| r.as_ref().err().map(|e| format!("{n}: {e}"))).collect();
-    assert!(failures.is_empty(), "{}", failures.join("\n"));
-    let stops = results.iter().filter(|(_, r)| r.as_deref() == Ok("stop")).count();
-    assert!(results.iter().any(|(n, r)| n == "demo" && r.as_deref() == Ok("stop")), "{results:?}");
-    if !common::cli_captures().is_empty() {
-        assert!(stops >= 3, "only {stops} runs ended with stop: {results:?}");
-    }
 }
 
 /// CLI stream-json: `touch` and `rm` shells, an edit and a write, each completed successfully.
@@ -902,70 +907,80 @@ fn dangerous_recording(dir: &Path, work: &Path) -> PathBuf {
 
 #[test]
 fn real_pi_exports_its_cursor_runs_to_the_sinks_of_toolstream_pi_sinks() {
-    let Some(pi) = common::pi_bin() else { return };
-    let Some(agent) = common::otel::rotel_agent() else { return };
-    let collector = common::otel::Collector::start(&agent);
-    let home = common::tempdir();
-    let demo = common::example("demo.jsonl");
-    let (runs, calls, _) = common::otel::expected(&demo);
-    let mut cmd = pi_command(&pi, &home);
-    // Two specs, comma- and space-separated; the second with its own option.
-    let sinks = format!("otlp={}, otlp-grpc={},when_full=block", collector.http_url(), collector.grpc_url());
-    cmd.env("TOOLSTREAM_CURSOR_REPLAY", &demo).env("TOOLSTREAM_PI_SINKS", &sinks);
-    let run = run_pi_json(cmd, "go").unwrap();
-    check_pi_run(&run, &home, &session_messages(&demo)).unwrap();
-    // The provider may still be exporting after pi exited: wait (bounded) for both copies.
-    let spans = collector.wait_for(2 * (runs + calls), Duration::from_secs(20));
-    assert_eq!(run_and_call_spans(&spans), (2 * runs, 2 * calls), "each sink got the run and every call");
-    let _ = std::fs::remove_dir_all(&home);
+    common::each_pi(|pi| {
+        let pi = pi.bin();
+        let Some(agent) = common::otel::rotel_agent() else { return };
+        let collector = common::otel::Collector::start(&agent);
+        let home = common::tempdir();
+        let demo = common::example("demo.jsonl");
+        let (runs, calls, _) = common::otel::expected(&demo);
+        let mut cmd = pi_command(&pi, &home);
+        // Two specs, comma- and space-separated; the second with its own option.
+        let sinks = format!("otlp={}, otlp-grpc={},when_full=block", collector.http_url(), collector.grpc_url());
+        cmd.env("TOOLSTREAM_CURSOR_REPLAY", &demo).env("TOOLSTREAM_PI_SINKS", &sinks);
+        let run = run_pi_json(cmd, "go").unwrap();
+        check_pi_run(&run, &home, &session_messages(&demo)).unwrap();
+        // The provider may still be exporting after pi exited: wait (bounded) for both copies.
+        let spans = collector.wait_for(2 * (runs + calls), Duration::from_secs(20));
+        assert_eq!(run_and_call_spans(&spans), (2 * runs, 2 * calls), "each sink got the run and every call");
+        let _ = std::fs::remove_dir_all(&home);
+    });
 }
 
 #[test]
 fn real_pi_never_reruns_recorded_tools() {
-    let Some(pi) = common::pi_bin() else { return };
-    let home = common::tempdir();
-    let work = home.join("work");
-    std::fs::create_dir_all(&work).unwrap();
-    let keep = work.join("keep.txt");
-    std::fs::write(&keep, "keep me\n").unwrap();
-    let recording = dangerous_recording(&home, &work);
-    let expected = session_messages(&recording);
-    let names: Vec<&str> =
-        expected.iter().filter(|m| m["role"] == "toolResult").map(|m| m["toolName"].as_str().unwrap()).collect();
-    assert_eq!(names, ["bash", "bash", "edit", "write"], "native cards, so pi's own tools are the ones asked to run");
-    let mut cmd = pi_command(&pi, &home);
-    cmd.env("TOOLSTREAM_CURSOR_REPLAY", &recording);
-    let run = run_pi_json(cmd, "clean up").unwrap();
-    check_pi_run(&run, &home, &expected).unwrap();
-    assert!(!work.join("SHOULD_NOT_EXIST").exists(), "the recorded touch ran");
-    assert_eq!(std::fs::read_to_string(&keep).unwrap(), "keep me\n", "the recorded rm or edit ran");
-    assert!(!work.join("written.txt").exists(), "the recorded write ran");
-    let _ = std::fs::remove_dir_all(&home);
+    common::each_pi(|pi| {
+        let pi = pi.bin();
+        let home = common::tempdir();
+        let work = home.join("work");
+        std::fs::create_dir_all(&work).unwrap();
+        let keep = work.join("keep.txt");
+        std::fs::write(&keep, "keep me\n").unwrap();
+        let recording = dangerous_recording(&home, &work);
+        let expected = session_messages(&recording);
+        let names: Vec<&str> =
+            expected.iter().filter(|m| m["role"] == "toolResult").map(|m| m["toolName"].as_str().unwrap()).collect();
+        assert_eq!(
+            names,
+            ["bash", "bash", "edit", "write"],
+            "native cards, so pi's own tools are the ones asked to run"
+        );
+        let mut cmd = pi_command(&pi, &home);
+        cmd.env("TOOLSTREAM_CURSOR_REPLAY", &recording);
+        let run = run_pi_json(cmd, "clean up").unwrap();
+        check_pi_run(&run, &home, &expected).unwrap();
+        assert!(!work.join("SHOULD_NOT_EXIST").exists(), "the recorded touch ran");
+        assert_eq!(std::fs::read_to_string(&keep).unwrap(), "keep me\n", "the recorded rm or edit ran");
+        assert!(!work.join("written.txt").exists(), "the recorded write ran");
+        let _ = std::fs::remove_dir_all(&home);
+    });
 }
 
 #[cfg(unix)]
 #[test]
 fn real_pi_runs_cursor_agent_with_the_prompt() {
-    let Some(pi) = common::pi_bin() else { return };
-    let home = common::tempdir();
-    let agent = fake_cursor_agent(&home);
-    let args_file = home.join("args.txt");
-    let demo = common::example("demo.jsonl");
-    let mut cmd = pi_command(&pi, &home);
-    cmd.env("TOOLSTREAM_CURSOR_AGENT", &agent)
-        .env("TOOLSTREAM_CURSOR_AGENT_ARGS", "--force --trust")
-        .env("FAKE_ARGS", &args_file)
-        .env("FAKE_STREAM", &demo);
-    let run = run_pi_json(cmd, "fix the rounding bug").unwrap();
-    check_pi_run(&run, &home, &session_messages(&demo)).unwrap();
-    let args = std::fs::read_to_string(&args_file).unwrap();
-    let work = home.join("work").canonicalize().unwrap();
-    let args: Vec<&str> = args.lines().collect();
-    assert_eq!(args[..6], ["-p", "--output-format", "stream-json", "--stream-partial-output", "--model", "auto"]);
-    assert_eq!(args[6], "--workspace");
-    assert_eq!(Path::new(args[7]).canonicalize().unwrap(), work);
-    assert_eq!(args[8..], ["--force", "--trust", "fix the rounding bug"]);
-    let _ = std::fs::remove_dir_all(&home);
+    common::each_pi(|pi| {
+        let pi = pi.bin();
+        let home = common::tempdir();
+        let agent = fake_cursor_agent(&home);
+        let args_file = home.join("args.txt");
+        let demo = common::example("demo.jsonl");
+        let mut cmd = pi_command(&pi, &home);
+        cmd.env("TOOLSTREAM_CURSOR_AGENT", &agent)
+            .env("TOOLSTREAM_CURSOR_AGENT_ARGS", "--force --trust")
+            .env("FAKE_ARGS", &args_file)
+            .env("FAKE_STREAM", &demo);
+        let run = run_pi_json(cmd, "fix the rounding bug").unwrap();
+        check_pi_run(&run, &home, &session_messages(&demo)).unwrap();
+        let args = std::fs::read_to_string(&args_file).unwrap();
+        let work = home.join("work").canonicalize().unwrap();
+        let args: Vec<&str> = args.lines().collect();
+        assert_eq!(args[..6], ["-p", "--output-format", "stream-json", "--stream-partial-output", "--model", "auto"]);
+        assert_eq!(args[6], "--workspace");
+        assert_eq!(Path::new(args[7]).canonicalize().unwrap(), work);
+        assert_eq!(args[8..], ["--force", "--trust", "fix the rounding bug"]);
+        let _ = std::fs::remove_dir_all(&home);
+    });
 }
 
 /// Processes whose parent is `parent` and whose command line mentions `pi-provider` (Linux).
@@ -995,65 +1010,71 @@ fn gone(pid: u32) -> bool {
 #[cfg(target_os = "linux")]
 #[test]
 fn real_pi_abort_ends_with_aborted_and_leaves_no_process() {
-    let Some(pi) = common::pi_bin() else { return };
-    let home = common::tempdir();
-    let recording = slow_recording(&home);
-    let mut cmd = pi_command(&pi, &home);
-    cmd.env("TOOLSTREAM_CURSOR_REPLAY", &recording)
-        .env("TOOLSTREAM_REPLAY_REALTIME", "1")
-        .args(["--mode", "rpc"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null());
-    let mut child = cmd.spawn().unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    let stdout = child.stdout.take().unwrap();
-    let (tx, events) = mpsc::channel::<Value>();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).split(b'\n') {
-            let Ok(line) = line else { break };
-            let Ok(v) = serde_json::from_slice(&line) else { continue };
-            if tx.send(v).is_err() {
-                break;
+    common::each_pi(|pi| {
+        let pi = pi.bin();
+        let home = common::tempdir();
+        let recording = slow_recording(&home);
+        let mut cmd = pi_command(&pi, &home);
+        cmd.env("TOOLSTREAM_CURSOR_REPLAY", &recording)
+            .env("TOOLSTREAM_REPLAY_REALTIME", "1")
+            .args(["--mode", "rpc"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null());
+        let mut child = cmd.spawn().unwrap();
+        let mut stdin = child.stdin.take().unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let (tx, events) = mpsc::channel::<Value>();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).split(b'\n') {
+                let Ok(line) = line else { break };
+                let Ok(v) = serde_json::from_slice(&line) else { continue };
+                if tx.send(v).is_err() {
+                    break;
+                }
             }
+        });
+        let send = |stdin: &mut ChildStdin, v: Value| {
+            writeln!(stdin, "{v}").unwrap();
+            stdin.flush().unwrap();
+        };
+        let until = |what: &dyn Fn(&Value) -> bool, timeout: Duration| -> Value {
+            let deadline = Instant::now() + timeout;
+            loop {
+                let left = deadline.saturating_duration_since(Instant::now());
+                let e = events.recv_timeout(left).unwrap_or_else(|_| panic!("no such event from pi in {timeout:?}"));
+                if what(&e) {
+                    return e;
+                }
+            }
+        };
+        send(&mut stdin, json!({"id": "p", "type": "prompt", "message": "wait for it"}));
+        until(&|e| e["type"] == "message_update" && e["assistantMessageEvent"]["type"] == "text_delta", PI_TIMEOUT);
+        let providers = provider_children(child.id());
+        assert_eq!(providers.len(), 1, "one toolstream pi-provider while the run streams: {providers:?}");
+        let asked = Instant::now();
+        send(&mut stdin, json!({"id": "a", "type": "abort"}));
+        let end = until(&|e| e["type"] == "agent_end", Duration::from_secs(10));
+        // The recording's next event is a minute away: the run ended because of the abort.
+        assert!(asked.elapsed() < Duration::from_secs(10));
+        let last = end["messages"].as_array().unwrap().last().unwrap().clone();
+        assert_eq!(
+            (last["role"].as_str(), last["stopReason"].as_str()),
+            (Some("assistant"), Some("aborted")),
+            "{last}"
+        );
+        assert_eq!(last["content"], json!([{"type": "text", "text": "Working"}]));
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while !providers.iter().all(|p| gone(*p)) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
         }
+        assert!(providers.iter().all(|p| gone(*p)), "toolstream pi-provider {providers:?} outlived the abort");
+        assert!(provider_children(child.id()).is_empty());
+        drop(stdin);
+        let code = wait_or_kill(&mut child, Duration::from_secs(15));
+        assert!(code.is_some(), "pi --mode rpc did not exit at the end of its input");
+        let _ = std::fs::remove_dir_all(&home);
     });
-    let send = |stdin: &mut ChildStdin, v: Value| {
-        writeln!(stdin, "{v}").unwrap();
-        stdin.flush().unwrap();
-    };
-    let until = |what: &dyn Fn(&Value) -> bool, timeout: Duration| -> Value {
-        let deadline = Instant::now() + timeout;
-        loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            let e = events.recv_timeout(left).unwrap_or_else(|_| panic!("no such event from pi in {timeout:?}"));
-            if what(&e) {
-                return e;
-            }
-        }
-    };
-    send(&mut stdin, json!({"id": "p", "type": "prompt", "message": "wait for it"}));
-    until(&|e| e["type"] == "message_update" && e["assistantMessageEvent"]["type"] == "text_delta", PI_TIMEOUT);
-    let providers = provider_children(child.id());
-    assert_eq!(providers.len(), 1, "one toolstream pi-provider while the run streams: {providers:?}");
-    let asked = Instant::now();
-    send(&mut stdin, json!({"id": "a", "type": "abort"}));
-    let end = until(&|e| e["type"] == "agent_end", Duration::from_secs(10));
-    // The recording's next event is a minute away: the run ended because of the abort.
-    assert!(asked.elapsed() < Duration::from_secs(10));
-    let last = end["messages"].as_array().unwrap().last().unwrap().clone();
-    assert_eq!((last["role"].as_str(), last["stopReason"].as_str()), (Some("assistant"), Some("aborted")), "{last}");
-    assert_eq!(last["content"], json!([{"type": "text", "text": "Working"}]));
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while !providers.iter().all(|p| gone(*p)) && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    assert!(providers.iter().all(|p| gone(*p)), "toolstream pi-provider {providers:?} outlived the abort");
-    assert!(provider_children(child.id()).is_empty());
-    drop(stdin);
-    let code = wait_or_kill(&mut child, Duration::from_secs(15));
-    assert!(code.is_some(), "pi --mode rpc did not exit at the end of its input");
-    let _ = std::fs::remove_dir_all(&home);
 }
 
 /// pi retries a failed message by itself when the error text looks transient ("timeout", …). For
@@ -1061,37 +1082,81 @@ fn real_pi_abort_ends_with_aborted_and_leaves_no_process() {
 /// starts one run per prompt and refuses the retry with a message pi does not retry.
 #[test]
 fn real_pi_never_retries_a_cursor_run() {
-    let Some(pi) = common::pi_bin() else { return };
-    let home = common::tempdir();
-    let starts = home.join("starts.txt");
-    // A stand-in for `toolstream pi-provider` that records each start and dies like a flaky
-    // network: pi's retry pattern matches its message.
-    let fake = home.join("fake-toolstream");
-    std::fs::write(
-        &fake,
-        format!(
-            "#!/bin/sh\necho start >> '{}'\necho 'connection timeout talking to Cursor' >&2\nexit 1\n",
-            starts.display()
-        ),
-    )
-    .unwrap();
-    std::fs::set_permissions(&fake, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
-    let mut cmd = pi_command(&pi, &home);
-    // Retries on, quickly.
-    std::fs::write(home.join("agent/settings.json"), r#"{"retry":{"enabled":true,"maxRetries":2,"baseDelayMs":50}}"#)
+    common::each_pi(|pi| {
+        let pi = pi.bin();
+        let home = common::tempdir();
+        let starts = home.join("starts.txt");
+        // A stand-in for `toolstream pi-provider` that records each start and dies like a flaky
+        // network: pi's retry pattern matches its message.
+        let fake = home.join("fake-toolstream");
+        std::fs::write(
+            &fake,
+            format!(
+                "#!/bin/sh\necho start >> '{}'\necho 'connection timeout talking to Cursor' >&2\nexit 1\n",
+                starts.display()
+            ),
+        )
         .unwrap();
-    cmd.env("TOOLSTREAM_BIN", &fake);
-    let _ = run_pi_json(cmd, "delete the build folder");
-    let started = std::fs::read_to_string(&starts).unwrap_or_default();
-    assert_eq!(started.lines().count(), 1, "the Cursor run started more than once");
-    // pi did try again (so the guard, not a setting, prevented the second run), and was refused.
-    let sessions: String = files_under(&home.join("agent"))
-        .iter()
-        .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
-        .map(|p| std::fs::read_to_string(p).unwrap_or_default())
-        .collect();
-    assert!(sessions.contains("not started again for the same prompt"), "no refused retry in: {sessions}");
-    let _ = std::fs::remove_dir_all(&home);
+        std::fs::set_permissions(&fake, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+        let mut cmd = pi_command(&pi, &home);
+        // Retries on, quickly.
+        std::fs::write(
+            home.join("agent/settings.json"),
+            r#"{"retry":{"enabled":true,"maxRetries":2,"baseDelayMs":50}}"#,
+        )
+        .unwrap();
+        cmd.env("TOOLSTREAM_BIN", &fake);
+        let _ = run_pi_json(cmd, "delete the build folder");
+        let started = std::fs::read_to_string(&starts).unwrap_or_default();
+        assert_eq!(started.lines().count(), 1, "the Cursor run started more than once");
+        // pi did try again (so the guard, not a setting, prevented the second run), and was refused.
+        let sessions: String = files_under(&home.join("agent"))
+            .iter()
+            .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
+            .map(|p| std::fs::read_to_string(p).unwrap_or_default())
+            .collect();
+        assert!(sessions.contains("not started again for the same prompt"), "no refused retry in: {sessions}");
+        let _ = std::fs::remove_dir_all(&home);
+    });
+}
+
+/// Every supported pi gives `toolstream pi-provider` the same `request`: pi 0.86+ hands the
+/// provider its prompt and tool declarations as `system` messages, which the extension folds back
+/// into `systemPrompt` and `tools` (integrations/pi/pi-compat.ts), as pi 0.73 passes them.
+#[cfg(unix)]
+#[test]
+fn real_pi_sends_the_same_request_shape_whatever_its_version() {
+    common::each_pi(|pi| {
+        let home = common::tempdir();
+        let request = home.join("request.json");
+        // A stand-in for `toolstream pi-provider` that keeps the request line and fails.
+        let fake = home.join("fake-toolstream");
+        std::fs::write(
+            &fake,
+            format!("#!/bin/sh\nhead -n 1 > '{}'\necho 'no backend here' >&2\nexit 3\n", request.display()),
+        )
+        .unwrap();
+        std::fs::set_permissions(&fake, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+        let mut cmd = pi_command(&pi.bin(), &home);
+        cmd.env("TOOLSTREAM_BIN", &fake);
+        let _ = run_pi_json(cmd, "hello there");
+        let line = std::fs::read_to_string(&request).unwrap();
+        let request: Value = serde_json::from_str(&line).unwrap();
+        let context = &request["context"];
+        let roles: Vec<&str> =
+            context["messages"].as_array().unwrap().iter().map(|m| m["role"].as_str().unwrap()).collect();
+        assert_eq!(roles, ["user"], "{pi}: {context}");
+        assert_eq!(context["messages"][0]["content"], json!([{"type": "text", "text": "hello there"}]), "{pi}");
+        let prompt = context["systemPrompt"].as_str().unwrap_or_default();
+        assert!(prompt.contains("read"), "{pi}: no system prompt in {context}");
+        let tools: Vec<&str> =
+            context["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
+        for name in ["cursor", "read", "bash", "edit", "write"] {
+            assert!(tools.contains(&name), "{pi}: no tool {name} in {tools:?}");
+        }
+        assert!(context["tools"].as_array().unwrap().iter().all(|t| t["parameters"].is_object()), "{pi}");
+        let _ = std::fs::remove_dir_all(&home);
+    });
 }
 
 /// A stand-in cursor-agent that streams `FAKE_STREAM`, starts a background process that inherits

@@ -1,6 +1,6 @@
 //! pi session files (SPEC §9.2) checked against real pi: every capture of the shared fixtures plus
-//! the project's examples is replayed with `--sink pi-session=…`, then the pinned pi
-//! (`scripts/install-pi` puts it in `.deps/npm`) must load a copy of it:
+//! the project's examples is replayed with `--sink pi-session=…`, then each pinned pi
+//! (`scripts/pi-versions`, installed by `scripts/install-pi`) must load a copy of it:
 //! - `pi --export COPY out.html` exits 0; the HTML's embedded session data holds every entry of the
 //!   file with the last one as the leaf, and pi's own export template, run against a stub DOM,
 //!   renders one tool card per call, none pending (each found its result);
@@ -206,9 +206,11 @@ fn live_events_deliver_the_session_messages() {
 
 #[test]
 fn real_pi_exports_and_serves_every_session() {
-    let Some(pi) = common::pi_bin() else { return };
+    let pis = common::pis();
     let started = Instant::now();
-    let all = common::captures_and_examples();
+    let captures = common::captures_and_examples();
+    // Every capture with every pi, in one queue.
+    let all: Vec<(&common::Pi, &PathBuf)> = pis.iter().flat_map(|pi| captures.iter().map(move |c| (pi, c))).collect();
     let next = AtomicUsize::new(0);
     let failures: Vec<String> = std::thread::scope(|s| {
         let workers: Vec<_> = (0..WORKERS)
@@ -217,9 +219,9 @@ fn real_pi_exports_and_serves_every_session() {
                     let mut failed = Vec::new();
                     loop {
                         let i = next.fetch_add(1, Ordering::Relaxed);
-                        let Some(capture) = all.get(i) else { break };
-                        if let Err(e) = check_with_pi(&pi, capture) {
-                            failed.push(format!("{}: {e}", common::name(capture)));
+                        let Some(&(pi, capture)) = all.get(i) else { break };
+                        if let Err(e) = check_with_pi(&pi.bin(), capture) {
+                            failed.push(format!("{pi}, {}: {e}", common::name(capture)));
                         }
                     }
                     failed
@@ -228,7 +230,12 @@ fn real_pi_exports_and_serves_every_session() {
             .collect();
         workers.into_iter().flat_map(|w| w.join().unwrap()).collect()
     });
-    eprintln!("checked {} sessions with real pi in {:.1}s", all.len(), started.elapsed().as_secs_f64());
+    eprintln!(
+        "checked {} sessions with {} real pi's in {:.1}s",
+        captures.len(),
+        pis.len(),
+        started.elapsed().as_secs_f64()
+    );
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 

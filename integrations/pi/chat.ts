@@ -21,7 +21,7 @@
  */
 
 import fs from "node:fs";
-import type { AssistantMessage, Context } from "@mariozechner/pi-ai";
+import type { AssistantMessage, Message } from "@mariozechner/pi-ai";
 
 /** The session entries this module looks at (pi's `SessionEntry`, narrowed). */
 export interface EntryLike {
@@ -73,11 +73,16 @@ function chatEntriesInFile(file: string, chat: string, provider: string): { ids:
 }
 
 /**
- * The Cursor chat the prompt at the end of `context` continues, or undefined when the earlier
- * conversation must travel in the prompt instead.
+ * The Cursor chat the prompt at the end of `messages` (the conversation, without pi 0.86+'s
+ * system messages: see pi-compat.ts) continues, or undefined when the earlier conversation must
+ * travel in the prompt instead.
  */
-export function chatToResume(context: Context, modelId: string, provider: string, session: SessionView | undefined): string | undefined {
-	const messages = context.messages;
+export function chatToResume(
+	messages: readonly Message[],
+	modelId: string,
+	provider: string,
+	session: SessionView | undefined,
+): string | undefined {
 	const last = messages.length - 1;
 	if (last < 1 || messages[last].role !== "user") return undefined;
 	const before = messages[last - 1];

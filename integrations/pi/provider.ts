@@ -32,6 +32,7 @@ import {
 	type ToolCall,
 	type ToolResultMessage,
 } from "@mariozechner/pi-ai";
+import { requestContext } from "./pi-compat.js";
 
 export const PROVIDER = "cursor";
 /** The `api` of every message toolstream produces (its pi sinks write `"api":"cursor-sdk"`). */
@@ -461,18 +462,15 @@ async function deliverOneMessage(
 		}
 		child = new ProviderChild(bin, currentCwd);
 		active = child;
+		const request = requestContext(context);
 		child.send({
 			type: "request",
 			model: model.id,
 			cwd: currentCwd,
-			context: {
-				systemPrompt: context.systemPrompt,
-				messages: context.messages,
-				tools: (context.tools ?? []).map((t) => ({ name: t.name, description: t.description, parameters: t.parameters })),
-			},
+			context: request,
 			source: sourceSpec(currentCwd),
 			// Continue the Cursor chat this conversation is, or send the conversation along.
-			resume: chatToResume(context, model.id, PROVIDER, currentSession),
+			resume: chatToResume(request.messages, model.id, PROVIDER, currentSession),
 			mode: currentMode,
 			display: toolDisplay,
 		});

@@ -145,17 +145,77 @@ pub fn tempdir() -> PathBuf {
     dir
 }
 
-/// The pinned real pi installed by `scripts/install-pi`, or `None` (with a note) when absent —
-/// except under `scripts/test`, which sets `TOOLSTREAM_REQUIRE_PI`: there, absence is a failure.
-pub fn pi_bin() -> Option<PathBuf> {
-    let pi = Path::new(env!("CARGO_MANIFEST_DIR")).join("../.deps/npm/node_modules/.bin/pi");
-    if pi.exists() {
-        Some(pi)
-    } else {
-        assert!(std::env::var_os("TOOLSTREAM_REQUIRE_PI").is_none(), "{} is absent", pi.display());
-        eprintln!("note: {} is absent (run scripts/install-pi); skipping the real-pi checks", pi.display());
-        None
+/// One real pi the tests run against: a line of `scripts/pi-versions`, installed by
+/// `scripts/install-pi` into `.deps/pi-<version>` with the node that runs it.
+#[derive(Clone, Debug)]
+pub struct Pi {
+    /// The npm package (`@mariozechner/pi-coding-agent` up to 0.73, `@earendil-works/…` after).
+    pub package: String,
+    pub version: String,
+    /// The install prefix, `.deps/pi-<version>`.
+    pub dir: PathBuf,
+}
+
+impl Pi {
+    /// The launcher: runs this pi with its node (first on PATH for whatever pi starts).
+    pub fn bin(&self) -> PathBuf {
+        self.dir.join("bin/pi")
     }
+
+    /// The node that runs this pi (system node when recent enough, else the project-local one).
+    pub fn node(&self) -> PathBuf {
+        self.dir.join("bin/node")
+    }
+
+    /// The installed package (its `dist/index.js` is pi's library).
+    pub fn package_dir(&self) -> PathBuf {
+        self.dir.join("node_modules").join(&self.package)
+    }
+}
+
+impl std::fmt::Display for Pi {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "pi {}", self.version)
+    }
+}
+
+/// Every pi of `scripts/pi-versions` that is installed. A missing one is skipped with a note —
+/// except under `scripts/test`, which sets `TOOLSTREAM_REQUIRE_PI`: there, absence is a failure.
+pub fn pis() -> Vec<Pi> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let list = std::fs::read_to_string(root.join("scripts/pi-versions")).unwrap();
+    let mut found = Vec::new();
+    for line in list.lines().map(str::trim).filter(|l| !l.is_empty() && !l.starts_with('#')) {
+        let mut words = line.split_whitespace();
+        let (Some(package), Some(version)) = (words.next(), words.next()) else {
+            panic!("scripts/pi-versions: not `package version`: {line}")
+        };
+        let pi = Pi {
+            package: package.into(),
+            version: version.into(),
+            dir: root.join(".deps").join(format!("pi-{version}")),
+        };
+        if pi.bin().exists() {
+            found.push(pi);
+        } else {
+            assert!(std::env::var_os("TOOLSTREAM_REQUIRE_PI").is_none(), "{} is absent", pi.bin().display());
+            eprintln!("note: {} is absent (run scripts/install-pi); skipping its real-pi checks", pi.bin().display());
+        }
+    }
+    found
+}
+
+/// Run `check` against every installed pi (see [`pis`]), each to the end even when an earlier
+/// one failed; then fail naming the versions that failed.
+pub fn each_pi(check: impl Fn(&Pi)) {
+    let mut failed = Vec::new();
+    for pi in pis() {
+        eprintln!("== {pi}");
+        if std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| check(&pi))).is_err() {
+            failed.push(pi.to_string());
+        }
+    }
+    assert!(failed.is_empty(), "failed with {} (see the panic messages above)", failed.join(", "));
 }
 
 /// Every fixture capture (when ../shared is present), then the project's examples.

@@ -296,7 +296,7 @@ fn rpc_resumes_then_starts_anew_after_new_session_and_flattens_in_a_fork() {
         assert_eq!(calls[3].last().unwrap(), "start over");
         assert!(calls[3].iter().any(|a| a == "--mode=plan"), "{:?}", calls[3]);
         assert!(
-            !calls[0].iter().any(|a| a.starts_with("--mode")),
+            !calls[0].iter().any(|a| a.starts_with("--mode=")),
             "agent mode is cursor-agent's default: {:?}",
             calls[0]
         );

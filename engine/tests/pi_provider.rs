@@ -275,6 +275,23 @@ fn check_protocol(lines: &[Value]) -> Result<(), String> {
 }
 
 /// The messages (assistant and tool results) the pi session sink writes for `capture`.
+/// The provider's messages as a session file has them: the provider's carry the model id the
+/// request named (`auto`) and Cursor's name for it in `responseModel`; a session file, Cursor's name.
+fn cursor_names(messages: &[Value]) -> Vec<Value> {
+    messages
+        .iter()
+        .map(|m| {
+            let mut m = m.clone();
+            if let Some(o) = m.as_object_mut() {
+                if let Some(name) = o.remove("responseModel") {
+                    o.insert("model".into(), name);
+                }
+            }
+            m
+        })
+        .collect()
+}
+
 fn session_messages(capture: &Path) -> Vec<Value> {
     let dir = common::tempdir();
     let session = dir.join("s.jsonl");
@@ -300,7 +317,12 @@ fn each_call_gets_one_message_and_the_recorded_results() {
         p.send(&request(replay_source(&capture), "go", &dir));
         let d = drive(&mut p, capture.ends_with("demo.jsonl"));
         check_protocol(&d.lines).unwrap_or_else(|e| panic!("{}: {e}", capture.display()));
-        assert_eq!(d.messages, session_messages(&capture), "{}: provider vs session sink", capture.display());
+        assert_eq!(
+            cursor_names(&d.messages),
+            session_messages(&capture),
+            "{}: provider vs session sink",
+            capture.display()
+        );
         let last = d.messages.last().unwrap();
         let expected_code = if last["stopReason"] == "stop" { 0 } else { 1 };
         assert_eq!(d.code, expected_code, "{}", capture.display());
@@ -526,7 +548,7 @@ fn cursor_agent_runs_with_the_prompt_and_streams_live() {
     p.send(&request(json!({"kind": "cursor-agent", "args": ["--force"]}), "fix the rounding bug", &dir));
     let d = drive(&mut p, false);
     check_protocol(&d.lines).unwrap();
-    assert_eq!(d.messages, session_messages(&demo));
+    assert_eq!(cursor_names(&d.messages), session_messages(&demo));
     assert_eq!(d.code, 0);
     // Its chat id (the `system/init` session id) comes first, for `--resume` later.
     assert_eq!(d.lines[0], json!({"type": "chat", "chatId": "5f1c2a9e-7b3d-4e21-9c8a-2d6f0e4b1a77"}));
@@ -732,7 +754,9 @@ fn check_pi_run(run: &PiRun, home: &Path, expected: &[Value]) -> Result<(), Stri
     let mut calls = 0;
     for (got, want) in delivered.iter().zip(expected) {
         if want["role"] == "assistant" {
-            if *got != want {
+            // The provider's messages carry the model id pi asked for, Cursor's name aside.
+            let got = &cursor_names(std::slice::from_ref(*got))[0];
+            if got != want {
                 return Err(format!("assistant message differs:\n pi:   {got}\n want: {want}"));
             }
             continue;
@@ -1092,7 +1116,7 @@ fn real_pi_never_retries_a_cursor_run() {
         std::fs::write(
             &fake,
             format!(
-                "#!/bin/sh\necho start >> '{}'\necho 'connection timeout talking to Cursor' >&2\nexit 1\n",
+                "#!/bin/sh\n[ \"$1\" = pi-provider ] || exit 1\necho start >> '{}'\necho 'connection timeout talking to Cursor' >&2\nexit 1\n",
                 starts.display()
             ),
         )

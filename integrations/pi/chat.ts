@@ -2,8 +2,8 @@
  * Conversations that continue: which Cursor chat a new prompt resumes.
  *
  * Each assistant message a Cursor run produces carries the run's Cursor chat id as its
- * `responseId` (toolstream reports it in a `chat` line, see provider.ts), so the id lives in the
- * pi session with the messages: it survives a pi restart and `pi -c`, and it moves with pi's
+ * `responseId` and the model id pi asked for as its `model` (toolstream writes both; Cursor's own
+ * name for the model is in `responseModel`), so the id lives in the pi session with the messages: it survives a pi restart and `pi -c`, and it moves with pi's
  * session tree. A new prompt resumes that chat (`cursor-agent --resume <id>`, only the new text
  * is sent) when pi's conversation so far *is* that chat:
  *

@@ -219,8 +219,6 @@ class ProviderChild {
 	/** The run's last message was delivered (or it failed): no continuation. */
 	finished = false;
 	dead = false;
-	/** The Cursor chat of this run, from toolstream's `chat` line; set on each of its messages. */
-	chatId: string | undefined;
 	/** Output lines that were not protocol JSON (reported once, counted). */
 	malformed = 0;
 
@@ -380,10 +378,6 @@ function exitText(exit: { code: number | null; signal: NodeJS.Signals | null; er
 // biome-ignore lint/suspicious/noExplicitAny: wire lines are untyped JSON.
 type WireLine = Record<string, any>;
 
-/** `message` marked with its run's Cursor chat (see chat.ts), so a later prompt can resume it. */
-function withChat(message: AssistantMessage, child: ProviderChild): AssistantMessage {
-	return child.chatId ? { ...message, responseId: child.chatId } : message;
-}
 
 /** pi's `streamSimple` for provider `cursor`. */
 export function streamCursor(model: Model<Api>, context: Context, options?: SimpleStreamOptions): AssistantMessageEventStream {
@@ -512,7 +506,8 @@ async function deliverOneMessage(
 			const block = output.content[i] as WireLine | undefined;
 			switch (ev.type) {
 				case "chat":
-					if (typeof ev.chatId === "string" && ev.chatId) child.chatId = ev.chatId;
+					// The run's Cursor chat; every message of the run carries it as `responseId`
+					// (chat.ts), so nothing needs keeping here.
 					break;
 				case "start":
 					output = ev.partial as AssistantMessage;
@@ -569,18 +564,18 @@ async function deliverOneMessage(
 						heldDone = ev;
 					} else {
 						child.finished = true;
-						finish({ type: "done", reason: ev.reason, message: withChat(ev.message, child) });
+						finish({ type: "done", reason: ev.reason, message: ev.message });
 					}
 					break;
 				case "error":
 					child.finished = true;
-					finish({ type: "error", reason: ev.reason, error: withChat(ev.error, child) });
+					finish({ type: "error", reason: ev.reason, error: ev.error });
 					break;
 				case "tool_results": {
 					const results = (ev.results ?? []) as ToolResultMessage[];
 					for (const r of results) recordedResults.set(r.toolCallId, r);
 					child.pending = results.map((r) => r.toolCallId);
-					if (heldDone) finish({ type: "done", reason: "toolUse", message: withChat(heldDone.message, child) });
+					if (heldDone) finish({ type: "done", reason: "toolUse", message: heldDone.message });
 					break;
 				}
 				default:

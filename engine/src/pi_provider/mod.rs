@@ -91,7 +91,8 @@ pub fn serve(opts: ProviderOptions) -> i32 {
 
     let delivered = Arc::new(AtomicBool::new(false));
     let display = request.display.clone().unwrap_or_default();
-    let provider: Box<dyn Sink> = Box::new(ProviderSink::new(gate.clone(), delivered.clone(), display));
+    let provider: Box<dyn Sink> =
+        Box::new(ProviderSink::new(gate.clone(), delivered.clone(), display, request.model.clone()));
     let provider = if opts.compact { crate::compact_stage::CompactShellResults::wrap(provider) } else { provider };
     let mut sinks: Vec<Box<dyn Sink>> = vec![provider];
     if opts.config.trace_enabled.value {

@@ -25,11 +25,12 @@ pub struct ProviderSink {
 
 impl ProviderSink {
     /// `delivered` turns true once the run opened (its messages are on their way); `display`
-    /// says which cards pi can take as replay tool calls.
-    pub fn new(gate: Arc<Gate>, delivered: Arc<AtomicBool>, display: ToolDisplay) -> Self {
+    /// says which cards pi can take as replay tool calls; messages carry `model`, the id pi
+    /// asked for (Cursor's own name goes in `responseModel`).
+    pub fn new(gate: Arc<Gate>, delivered: Arc<AtomicBool>, display: ToolDisplay, model: Option<String>) -> Self {
         ProviderSink {
             gate,
-            asm: Assembler::with_display(true, display),
+            asm: Assembler::with_display(true, display).with_requested_model(model),
             steps: Vec::new(),
             run: None,
             delivered,

@@ -149,7 +149,12 @@ struct Building {
 
 #[derive(Debug)]
 struct RunState {
+    /// The model its messages carry.
     model: String,
+    /// The model Cursor reported, when `model` is the requested id instead.
+    response_model: Option<String>,
+    /// The run's Cursor chat (`session_id`), when it has one.
+    chat: Option<String>,
     /// Last event time seen in this run that was not 0.
     last_at: u64,
     current: Option<Building>,
@@ -163,6 +168,9 @@ pub struct Assembler {
     streaming: bool,
     /// Which cards become tool calls (the rest become thinking traces).
     display: ToolDisplay,
+    /// The model id the client asked for (pi's model), put in `model` with Cursor's own name in
+    /// `responseModel`; without it messages carry Cursor's name.
+    requested_model: Option<String>,
     runs: HashMap<Arc<RunId>, RunState>,
 }
 
@@ -173,7 +181,13 @@ impl Assembler {
 
     /// An assembler that shows cards as `display` says.
     pub fn with_display(streaming: bool, display: ToolDisplay) -> Self {
-        Assembler { streaming, display, runs: HashMap::new() }
+        Assembler { streaming, display, requested_model: None, runs: HashMap::new() }
+    }
+
+    /// Messages carry `model` (the id the client asked for), Cursor's name in `responseModel`.
+    pub fn with_requested_model(mut self, model: Option<String>) -> Self {
+        self.requested_model = model.filter(|m| !m.trim().is_empty());
+        self
     }
 
     /// Feed one output event; steps are appended to `out`.
@@ -181,15 +195,26 @@ impl Assembler {
         let streaming = self.streaming;
         if let Output::RunOpened { cwd, model, prompt } = &ev.kind {
             let model = model.as_deref().filter(|m| !m.trim().is_empty()).unwrap_or(UNKNOWN_MODEL).to_owned();
-            self.runs.insert(ev.run.clone(), RunState { model: model.clone(), last_at: ev.at_ms, current: None });
+            let (carried, response_model) = match &self.requested_model {
+                Some(requested) => (requested.clone(), Some(model.clone())),
+                None => (model.clone(), None),
+            };
+            let chat = Some(ev.run.session.to_string()).filter(|s| !s.is_empty());
+            self.runs.insert(
+                ev.run.clone(),
+                RunState { model: carried, response_model, chat, last_at: ev.at_ms, current: None },
+            );
             out.push(Step::RunOpened { cwd: cwd.clone(), model, prompt: prompt.clone(), at: ev.at_ms });
             return;
         }
         if matches!(ev.kind, Output::Diagnostic { .. } | Output::ShellProgress { .. }) {
             return;
         }
+        let requested = &self.requested_model;
         let run = self.runs.entry(ev.run.clone()).or_insert_with(|| RunState {
-            model: UNKNOWN_MODEL.to_owned(),
+            model: requested.clone().unwrap_or_else(|| UNKNOWN_MODEL.to_owned()),
+            response_model: None,
+            chat: Some(ev.run.session.to_string()).filter(|s| !s.is_empty()),
             last_at: 0,
             current: None,
         });
@@ -250,9 +275,11 @@ impl RunState {
 
     /// The message being built, started first when none is.
     fn current(&mut self, at: u64, out: &mut Vec<Step>) -> &mut Building {
-        let model = &self.model;
+        let (model, response_model, chat) = (&self.model, &self.response_model, &self.chat);
         self.current.get_or_insert_with(|| {
-            let message = AssistantMessage::empty(model, at);
+            let mut message = AssistantMessage::empty(model, at);
+            message.response_model = response_model.clone();
+            message.response_id = chat.clone();
             out.push(Step::Start(message.clone()));
             Building { message, open: None, results: Vec::new(), carried: Usage::default() }
         })

@@ -45,7 +45,7 @@ fn a_tool_use_message_then_a_final_answer_exact_lines() {
     let id = format!("cursor-replay-{label}-tool-1");
     let head = |ts: u64, content: &str, usage: &str, stop: &str| {
         format!(
-            r#"{{"role":"assistant","content":[{content}],"api":"cursor-sdk","provider":"cursor","model":"composer-2","usage":{usage},"stopReason":"{stop}","timestamp":{ts}}}"#
+            r#"{{"role":"assistant","content":[{content}],"api":"cursor-sdk","provider":"cursor","model":"composer-2","responseId":"s","usage":{usage},"stopReason":"{stop}","timestamp":{ts}}}"#
         )
     };
     let call = format!(r#"{{"type":"toolCall","id":"{id}","name":"bash","arguments":{{"command":"npm test"}}}}"#);

@@ -123,6 +123,13 @@ pub struct AssistantMessage {
     pub api: &'static str,
     pub provider: &'static str,
     pub model: String,
+    /// The model Cursor reported, when `model` is the id the client asked for.
+    #[serde(rename = "responseModel", skip_serializing_if = "Option::is_none")]
+    pub response_model: Option<String>,
+    /// The Cursor chat the message belongs to (the run's `session_id`): a later prompt can
+    /// resume it (`cursor-agent --resume`).
+    #[serde(rename = "responseId", skip_serializing_if = "Option::is_none")]
+    pub response_id: Option<String>,
     pub usage: PiUsage,
     #[serde(rename = "stopReason")]
     pub stop_reason: &'static str,
@@ -141,6 +148,8 @@ impl AssistantMessage {
             api: API,
             provider: PROVIDER,
             model: model.to_owned(),
+            response_model: None,
+            response_id: None,
             usage: PiUsage::default(),
             stop_reason: "stop",
             timestamp,

@@ -144,7 +144,7 @@ fn writes_pi_v3_entries_exactly() {
                 r#"{{"type":"thinking","thinking":"Looking.Cursor shell: npm test\n"}},{{"type":"text","text":"Running."}},"#,
                 r#"{{"type":"toolCall","id":"{c1}","name":"bash","arguments":{{"command":"npm test"}}}},"#,
                 r#"{{"type":"toolCall","id":"{c2}","name":"read","arguments":{{"path":"a.rs"}}}}],"#,
-                r#""api":"cursor-sdk","provider":"cursor","model":"composer-2","usage":{usage},"stopReason":"toolUse","timestamp":1794300000000}}}}"#
+                r#""api":"cursor-sdk","provider":"cursor","model":"composer-2","responseId":"sess","usage":{usage},"stopReason":"toolUse","timestamp":1794300000000}}}}"#
             ),
             id[2],
             id[1],
@@ -161,7 +161,7 @@ fn writes_pi_v3_entries_exactly() {
             id[4], id[3]
         ),
         format!(
-            r#"{{"type":"message","id":"{}","parentId":"{}","timestamp":"2026-11-10T08:40:00.021Z","message":{{"role":"assistant","content":[{{"type":"text","text":"Done."}}],"api":"cursor-sdk","provider":"cursor","model":"composer-2","usage":{usage},"stopReason":"stop","timestamp":1794300000020}}}}"#,
+            r#"{{"type":"message","id":"{}","parentId":"{}","timestamp":"2026-11-10T08:40:00.021Z","message":{{"role":"assistant","content":[{{"type":"text","text":"Done."}}],"api":"cursor-sdk","provider":"cursor","model":"composer-2","responseId":"sess","usage":{usage},"stopReason":"stop","timestamp":1794300000020}}}}"#,
             id[5], id[4]
         ),
     ];

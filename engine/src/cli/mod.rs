@@ -1,6 +1,7 @@
 //! The `toolstream` command line (clap): argument definitions and dispatch to each command.
 
 mod bench;
+mod bridge;
 mod config_cmd;
 pub mod cursor_db;
 mod hook;
@@ -74,6 +75,10 @@ pub enum Command {
     Doctor(hook::HostArgs),
     /// Remove toolstream's hook from a host (`uninstall cursor`), leaving every other hook.
     Uninstall(hook::HostArgs),
+    /// Serve pi's tools to an MCP client (the pi tool bridge endpoint) over stdio: a `listening`
+    /// line with the MCP URL, `bridge_call` lines out, `bridge_result` lines in. See `--help`
+    /// and the README section "pi tool bridge".
+    Bridge(bridge::BridgeArgs),
 }
 
 /// Options shared by every command that reads streams.
@@ -272,6 +277,7 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Install(args) => hook::run_install(args),
         Command::Doctor(args) => hook::run_doctor(args),
         Command::Uninstall(args) => hook::run_uninstall(args),
+        Command::Bridge(args) => bridge::run(args),
     }
 }
 

@@ -253,8 +253,6 @@ fn a_real_mcp_client_lists_calls_and_cancels_through_the_bridge() {
     assert_eq!(cancelled["step"], "cancelled");
     assert!(cancelled.get("result").is_none(), "the cancelled call got a result: {cancelled}");
     drop(client_in);
-    let (code, stderr) = wait_client(client);
-    assert_eq!(code, Some(0), "client stderr: {stderr}");
 
     // A result for the aborted call is refused (it resolves nothing).
     bridge.result(&slow_id, "too late");
@@ -266,10 +264,18 @@ fn a_real_mcp_client_lists_calls_and_cancels_through_the_bridge() {
     assert_eq!(http_post(bridge.addr(), "/mcp").0, 404);
     assert_eq!(http_post(bridge.addr(), &bridge.path()).0, 200);
 
+    // A call still pending at the end of stdin: rejected `disposed`, pi's execution aborted.
+    let pending = bridge.next("bridge_call");
+    assert_eq!(pending["tool"], "slow tool");
     let addr = bridge.addr();
     let (code, rest, stderr) = bridge.finish();
     assert_eq!(code, Some(0), "stderr: {stderr}");
-    assert!(rest.is_empty(), "{rest:?}");
+    let rest: Vec<Value> = rest.iter().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(rest, [json!({"type": "bridge_cancel", "id": pending["id"], "reason": "disposed"})]);
+    let disposed = next_json(&client_out, "disposed");
+    assert!(disposed.get("error").is_some(), "the pending call was not rejected: {disposed}");
+    let (code, client_err) = wait_client(client);
+    assert_eq!(code, Some(0), "client stderr: {client_err}");
     assert!(stderr.contains("stdin line 1: not a bridge_result line"), "{stderr}");
     assert!(stderr.contains("stdin line 3: pi result refused: no pending call has this id"), "{stderr}");
     // Disposed and exited: the endpoint is gone.

@@ -347,18 +347,22 @@ impl BridgeServer {
     pub async fn dispose_run(&self, run_id: &str) -> Result<(), BridgeError> {
         let token = self.hub.tokens.lock().ok().and_then(|mut t| t.remove(run_id));
         let Some(token) = token else { return Err(BridgeError::UnknownRun(run_id.to_owned())) };
+        // New requests get 410 from here on; pending calls are rejected (their MCP answers go out)
+        // before the transport closes.
         let route = self.hub.routes.lock().ok().and_then(|mut r| r.dispose(&token));
-        if let Some(route) = route {
-            route.closed.cancel();
-        }
         let outs = self
             .hub
             .actor
             .send(BridgeDisposeRun { run_id: run_id.to_owned(), now_ms: self.hub.now_ms() })
             .await
-            .map_err(|_| BridgeError::ActorGone)?;
-        self.hub.deliver(outs);
-        Ok(())
+            .map_err(|_| BridgeError::ActorGone);
+        if let Ok(outs) = &outs {
+            self.hub.deliver(outs.clone());
+        }
+        if let Some(route) = route {
+            route.closed.cancel();
+        }
+        outs.map(|_| ())
     }
 
     /// Cancel a run: reject its pending and queued calls (`cancelled`); its route stays.

@@ -2,7 +2,8 @@
 Python SDK (`mcp` 2.x, Streamable HTTP). Prints one JSON object per line on stdout.
 
     bridge_client.py session URL    list tools; call pi__sem_reindex; call an unknown name; call
-                                    pi__slow_tool and cancel it when a line arrives on stdin
+                                    pi__slow_tool and cancel it when a line arrives on stdin;
+                                    call pi__slow_tool again and report how it ends (disposed)
     bridge_client.py deadline URL   call pi__slow_tool and report the MCP error (the deadline)
     bridge_client.py load           stdin: {"urls": [...], "calls_per_run": N}; N concurrent
                                     pi__sem_reindex calls per URL, each on its own session per URL
@@ -53,6 +54,13 @@ async def session_mode(url):
                 await anyio.to_thread.run_sync(sys.stdin.readline)
                 tg.cancel_scope.cancel()
             say({"step": "cancelled", **outcome})
+
+            # A call still pending when the endpoint is disposed (the test closes its stdin).
+            try:
+                result = await session.call_tool("pi__slow_tool", {})
+                say({"step": "disposed", **result_json(result)})
+            except Exception as e:  # an MCP error, or the closed transport
+                say({"step": "disposed", "error": f"{type(e).__name__}: {e}"})
 
 
 async def deadline_mode(url):

@@ -5,7 +5,39 @@ use actix::Message;
 
 // --- bridge queue ---
 
-use crate::bridge::{BridgeOut, BridgeRequest, BridgeToolResult, Refused, RunKey};
+use std::sync::Arc;
+
+use crate::bridge::exposure::ExposedTool;
+use crate::bridge::{BridgeOut, BridgeRequest, BridgeToolResult, Refused, RunKey, UnknownTool};
+
+/// Set the tools a run exposes (replacing any earlier set); answers the `tools_exposed`
+/// diagnostics, or `run_skipped` when the set is empty (the bridge is then off for that run).
+#[derive(Debug, Clone, Message)]
+#[rtype(result = "Vec<BridgeOut>")]
+pub struct BridgeExposeTools {
+    pub run_id: String,
+    pub tools: Vec<ExposedTool>,
+}
+
+/// The tools a run exposes (MCP `tools/list`); `None` for an unknown or disposed run.
+#[derive(Debug, Clone, Message)]
+#[rtype(result = "Option<Arc<[ExposedTool]>>")]
+pub struct BridgeListTools {
+    pub run_id: String,
+}
+
+/// An MCP `tools/call` by MCP name: resolved to the pi tool among the run's exposed tools and
+/// queued ([`BridgeEnqueue`]); an unknown name is refused (the endpoint answers `isError`).
+#[derive(Debug, Clone, Message)]
+#[rtype(result = "Result<Vec<BridgeOut>, UnknownTool>")]
+pub struct BridgeCallTool {
+    pub run_id: String,
+    pub mcp_tool: String,
+    pub bridge_call_id: String,
+    pub mcp_request_id: String,
+    pub args: serde_json::Value,
+    pub now_ms: u64,
+}
 
 /// Queue an MCP `tools/call` for a pi tool ([`BridgeQueue::enqueue`](crate::bridge::BridgeQueue::enqueue)).
 #[derive(Debug, Clone, Message)]

@@ -3,6 +3,7 @@
 //! wiring and the CLI; the binary is `toolstream`.
 
 pub mod bench;
+pub mod bridge_server;
 pub mod cli;
 pub mod clock;
 pub mod compact_stage;

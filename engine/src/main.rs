@@ -17,7 +17,9 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() {
     tracing_subscriber::fmt()
-        .with_env_filter(EnvFilter::try_from_env("TOOLSTREAM_LOG").unwrap_or_else(|_| EnvFilter::new("warn")))
+        // The MCP SDK's own logs are off unless asked for (TOOLSTREAM_LOG): its warnings quote JSON-RPC
+        // errors, and the pi bridge's stderr must never carry error texts, args or results (SPEC §7).
+        .with_env_filter(EnvFilter::try_from_env("TOOLSTREAM_LOG").unwrap_or_else(|_| EnvFilter::new("warn,rmcp=off")))
         .with_writer(std::io::stderr)
         // No ANSI escapes in logs that go to a file or a pipe.
         .with_ansi(std::io::stderr().is_terminal())

@@ -3,13 +3,16 @@
 //! on deadline, MCP cancellation, run cancel or dispose.
 //!
 //! [`BridgeQueue`] is the pure core (no clock, no runtime: every method takes `now_ms`);
-//! [`BridgeQueueActor`] is the thin actix actor around it. The MCP HTTP endpoint lives elsewhere.
+//! [`BridgeQueueActor`] is the thin actix actor around it, also holding each run's exposed tools
+//! ([`exposure`]: which pi tools Cursor sees, under which MCP names). The MCP HTTP endpoint lives
+//! in the engine (`engine/src/bridge_server`).
 
 mod actor;
 mod content;
+pub mod exposure;
 mod queue;
 
-pub use actor::BridgeQueueActor;
+pub use actor::{BridgeQueueActor, UnknownTool};
 pub use content::normalize_content;
 pub use queue::{BridgeQueue, PendingCall, DISPOSED_MEMORY};
 
@@ -139,6 +142,8 @@ impl std::error::Error for Refused {}
 /// Diagnostic event names (SPEC §7).
 pub mod events {
     pub const RUN_CREATED: &str = "run_created";
+    pub const RUN_SKIPPED: &str = "run_skipped";
+    pub const TOOLS_EXPOSED: &str = "tools_exposed";
     pub const RUN_DISPOSED: &str = "run_disposed";
     pub const RUN_CANCELLED: &str = "run_cancelled";
     pub const REQUEST_QUEUED: &str = "request_queued";

@@ -609,3 +609,46 @@ fn actor_times_out_and_refuses_a_stale_result() {
         assert_eq!(resolves(&outs), vec!["mcp-2".to_owned()]);
     });
 }
+
+#[test]
+fn actor_exposes_tools_per_run_and_calls_them_by_mcp_name() {
+    use crate::bridge::exposure::{expose, ExposureSettings, PiToolDef};
+    use crate::messages::{BridgeAttachRun, BridgeCallTool, BridgeDisposeRun, BridgeExposeTools, BridgeListTools};
+    use actix::Actor;
+
+    let defs: Vec<PiToolDef> =
+        serde_json::from_value(json!([{"name": "web search"}, {"name": "read"}, {"name": "cursor"}])).unwrap();
+    let tools = expose(&defs, &ExposureSettings::default());
+    actix::System::new().block_on(async {
+        let addr = BridgeQueueActor::new(BridgeQueueConfig { call_timeout_ms: TIMEOUT }).start();
+        let outs = addr.send(BridgeExposeTools { run_id: "r".into(), tools }).await.unwrap();
+        assert_eq!(diags(&outs).len(), 1);
+        assert_eq!(diags(&outs)[0].0, events::TOOLS_EXPOSED);
+        let none = addr.send(BridgeExposeTools { run_id: "empty".into(), tools: vec![] }).await.unwrap();
+        assert_eq!(diags(&none)[0].0, events::RUN_SKIPPED);
+
+        let listed = addr.send(BridgeListTools { run_id: "r".into() }).await.unwrap().unwrap();
+        assert_eq!(listed.iter().map(|t| t.mcp_name.as_str()).collect::<Vec<_>>(), ["pi__web_search"]);
+        assert!(addr.send(BridgeListTools { run_id: "other".into() }).await.unwrap().is_none());
+
+        addr.send(BridgeAttachRun { run: run("r", "u"), now_ms: 0 }).await.unwrap();
+        let call = |name: &str, n: u32| BridgeCallTool {
+            run_id: "r".into(),
+            mcp_tool: name.into(),
+            bridge_call_id: format!("b{n}"),
+            mcp_request_id: format!("m{n}"),
+            args: json!({"q": n}),
+            now_ms: 1,
+        };
+        let unknown = addr.send(call("pi__read", 1)).await.unwrap().unwrap_err();
+        assert_eq!(unknown.to_string(), "Unknown pi bridge tool: pi__read");
+        let outs = addr.send(call("pi__web_search", 2)).await.unwrap().unwrap();
+        assert!(outs.iter().any(|o| matches!(o, BridgeOut::Dispatch { pi_tool, args, .. }
+            if pi_tool == "web search" && args == &json!({"q": 2}))));
+
+        let outs = addr.send(BridgeDisposeRun { run_id: "r".into(), now_ms: 2 }).await.unwrap();
+        assert_eq!(rejects(&outs)[0].1, RejectKind::Disposed);
+        assert!(addr.send(BridgeListTools { run_id: "r".into() }).await.unwrap().is_none());
+        assert!(addr.send(call("pi__web_search", 3)).await.unwrap().is_err());
+    });
+}

@@ -1,6 +1,7 @@
 //! The `toolstream` command line (clap): argument definitions and dispatch to each command.
 
 mod bench;
+mod bridge;
 mod config_cmd;
 pub mod cursor_db;
 mod hook;
@@ -82,6 +83,10 @@ pub enum Command {
     Uninstall(hook::HostArgs),
     /// Serve an API in front of Cursor (`serve openai`: OpenAI-compatible chat completions).
     Serve(serve::ServeArgs),
+    /// Serve pi's tools to an MCP client (the pi tool bridge endpoint) over stdio: a `listening`
+    /// line with the MCP URL, `bridge_call` lines out, `bridge_result` lines in. See `--help`
+    /// and the README section "pi tool bridge".
+    Bridge(bridge::BridgeArgs),
 }
 
 /// Options shared by every command that reads streams.
@@ -291,6 +296,7 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Doctor(args) => hook::run_doctor(args),
         Command::Uninstall(args) => hook::run_uninstall(args),
         Command::Serve(args) => serve::run(args),
+        Command::Bridge(args) => bridge::run(args),
     }
 }
 

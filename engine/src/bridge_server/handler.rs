@@ -1,0 +1,90 @@
+//! [`RunHandler`]: the MCP server of one run (one instance per MCP session), on the official Rust
+//! SDK (`rmcp`). `tools/list` and `tools/call` go through the bridge queue actor via the [`Hub`];
+//! a call waits for the pi result, its deadline, the client's cancellation or the run's end.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, Implementation, ListToolsResult, PaginatedRequestParams,
+    ServerCapabilities, ServerConfig, Tool,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
+use serde_json::{json, Value};
+use toolstream_actors::bridge::exposure::ExposedTool;
+
+use super::server::{CallOutcome, Hub};
+
+/// The server name in the MCP `initialize` answer.
+pub const SERVER_NAME: &str = "toolstream-pi-bridge";
+
+#[derive(Clone)]
+pub struct RunHandler {
+    pub(super) hub: Arc<Hub>,
+    pub(super) run_id: String,
+    /// Unique per MCP session: JSON-RPC ids are unique only within a session.
+    pub(super) session: u64,
+}
+
+impl std::fmt::Debug for RunHandler {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RunHandler").field("run_id", &self.run_id).field("session", &self.session).finish()
+    }
+}
+
+/// An exposed tool as an MCP `Tool` (built from its wire shape, so the SDK's own types check it).
+fn mcp_tool(t: &ExposedTool) -> Result<Tool, McpError> {
+    serde_json::from_value(json!({
+        "name": t.mcp_name,
+        "description": t.description,
+        "inputSchema": Value::Object(t.input_schema.clone()),
+    }))
+    .map_err(|e| McpError::internal_error(format!("pi bridge tool is not a valid MCP tool: {e}"), None))
+}
+
+fn tool_result(content: Vec<Value>, is_error: bool) -> Result<CallToolResult, McpError> {
+    serde_json::from_value(json!({"content": content, "isError": is_error}))
+        .map_err(|e| McpError::internal_error(format!("pi result is not valid MCP content: {e}"), None))
+}
+
+impl ServerHandler for RunHandler {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new(SERVER_NAME, env!("CARGO_PKG_VERSION")))
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, McpError> {
+        let wait = Duration::from_millis(self.hub.settings.connect_timeout_ms);
+        let tools = tokio::time::timeout(wait, self.hub.list_tools(&self.run_id))
+            .await
+            .map_err(|_| McpError::internal_error("Cursor pi bridge ListTools timed out", None))??;
+        let tools = tools.iter().map(mcp_tool).collect::<Result<Vec<_>, _>>()?;
+        Ok(ListToolsResult::with_all_items(tools))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        let args = Value::Object(request.arguments.unwrap_or_default());
+        let mcp_request_id = format!("s{}:{}", self.session, request_id_text(&context.id));
+        let outcome = self.hub.call_tool(&self.run_id, &request.name, mcp_request_id, args, context.ct.clone()).await?;
+        match outcome {
+            CallOutcome::Unknown(message) => {
+                Ok(tool_result(vec![json!({"type": "text", "text": message})], true)?.into())
+            }
+            CallOutcome::Result { content, is_error } => Ok(tool_result(content, is_error)?.into()),
+            CallOutcome::Rejected { message, .. } => Err(McpError::internal_error(message, None)),
+        }
+    }
+}
+
+fn request_id_text(id: &rmcp::model::RequestId) -> String {
+    serde_json::to_string(id).unwrap_or_default()
+}

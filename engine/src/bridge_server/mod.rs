@@ -1,0 +1,18 @@
+//! The pi tool bridge's MCP endpoint (SPEC §7): a Streamable HTTP MCP server on the official Rust
+//! MCP SDK (`rmcp`), on `127.0.0.1:<ephemeral>` at `/cursor-pi-tool-bridge/<token>/mcp`, one route
+//! per run. `tools/list` and `tools/call` go through the bridge queue actor
+//! (`toolstream_actors::bridge`); a call becomes a [`BridgeEvent::Call`] for pi's side, whose
+//! result ([`BridgeServer::pi_result`]) answers the MCP call. `toolstream bridge` serves it over
+//! stdio; the pi provider will own one route per Cursor run.
+
+mod diagnostics;
+mod handler;
+mod routes;
+mod server;
+pub mod settings;
+
+pub use diagnostics::{Diagnostics, STDERR_PREFIX};
+pub use handler::SERVER_NAME;
+pub use routes::{is_loopback, route_path, PATH_PREFIX, PATH_SUFFIX};
+pub use server::{BridgeError, BridgeEvent, BridgeServer, BridgeServerOptions, CallOutcome, RunRoute};
+pub use settings::BridgeSettings;

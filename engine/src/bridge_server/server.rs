@@ -1,0 +1,450 @@
+//! [`BridgeServer`]: the HTTP listener (axum), the route registry, and the [`Hub`] that carries
+//! calls between the MCP handlers, the bridge queue actor and the owner of the runs (pi's side):
+//! it keeps one waiter per pending MCP call, delivers the queue's outputs in order (dispatches and
+//! aborts to the owner as [`BridgeEvent`]s, results and rejections to the waiters, diagnostics to
+//! [`Diagnostics`]), and ticks the queue at its next deadline.
+
+use std::collections::HashMap;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use actix::{Actor, Addr};
+use axum::body::Body;
+use axum::extract::{ConnectInfo, Request, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use futures::FutureExt;
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use rmcp::ErrorData as McpError;
+use serde_json::Value;
+use tokio::sync::{mpsc, oneshot, Notify};
+use tokio_util::sync::CancellationToken;
+use toolstream_actors::bridge::exposure::{expose, ExposedTool, PiToolDef};
+use toolstream_actors::bridge::{
+    BridgeOut, BridgeQueueActor, BridgeQueueConfig, BridgeToolResult, RefuseReason, RejectKind, RunKey,
+};
+use toolstream_actors::messages::{
+    BridgeAttachRun, BridgeCallTool, BridgeCancelMcpRequest, BridgeCancelRun, BridgeDisposeRun, BridgeExposeTools,
+    BridgeListTools, BridgeNextDeadline, BridgePiToolResult, BridgeTick,
+};
+
+use super::diagnostics::Diagnostics;
+use super::handler::RunHandler;
+use super::routes::{self, Lookup, Routes};
+use super::settings::BridgeSettings;
+
+/// What the owner of the runs (pi's side) must do.
+#[derive(Debug, Clone, PartialEq)]
+pub enum BridgeEvent {
+    /// Execute pi tool `pi_tool` with `args` as pi tool call `pi_call_id`, then answer with
+    /// [`BridgeServer::pi_result`].
+    Call { run_id: String, pi_call_id: String, pi_tool: String, args: Value },
+    /// Abort pi's execution of `pi_call_id` (its MCP call was rejected: timeout, aborted, …).
+    Abort { pi_call_id: String, reason: RejectKind },
+}
+
+/// How one MCP `tools/call` ended.
+#[derive(Debug, Clone, PartialEq)]
+pub enum CallOutcome {
+    /// The name is not exposed: an `isError` result with this text.
+    Unknown(String),
+    /// pi's result.
+    Result { content: Vec<Value>, is_error: bool },
+    /// Rejected (deadline, cancellation, run cancelled or disposed): an MCP error.
+    Rejected { kind: RejectKind, message: String },
+}
+
+/// Errors of the bridge server.
+#[derive(Debug, thiserror::Error)]
+pub enum BridgeError {
+    #[error("bridge listener: {0}")]
+    Io(#[from] std::io::Error),
+    #[error("the bridge queue actor is gone")]
+    ActorGone,
+    #[error("no run {0} on this bridge")]
+    UnknownRun(String),
+    #[error("pi result refused: {0}")]
+    Refused(&'static str),
+}
+
+/// A run's route.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunRoute {
+    pub run_id: String,
+    /// `http://127.0.0.1:<port>/cursor-pi-tool-bridge/<token>/mcp`: a capability; never logged.
+    pub url: String,
+}
+
+/// Options of [`BridgeServer::start`].
+#[derive(Debug, Clone)]
+pub struct BridgeServerOptions {
+    /// The address to listen on (port: ephemeral). 127.0.0.1 unless a test needs another.
+    pub listen: IpAddr,
+    pub settings: BridgeSettings,
+}
+
+impl Default for BridgeServerOptions {
+    fn default() -> Self {
+        BridgeServerOptions { listen: IpAddr::V4(Ipv4Addr::LOCALHOST), settings: BridgeSettings::default() }
+    }
+}
+
+type McpService = StreamableHttpService<RunHandler, LocalSessionManager>;
+
+#[derive(Clone)]
+struct LiveRoute {
+    service: McpService,
+    /// Cancelling it closes the route's MCP sessions (the transport).
+    closed: CancellationToken,
+}
+
+/// Shared by the HTTP layer, the MCP handlers and the server handle.
+pub struct Hub {
+    actor: Addr<BridgeQueueActor>,
+    pub(super) settings: BridgeSettings,
+    diagnostics: Diagnostics,
+    events: mpsc::UnboundedSender<BridgeEvent>,
+    waiters: Mutex<HashMap<String, oneshot::Sender<CallOutcome>>>,
+    routes: Mutex<Routes<LiveRoute>>,
+    /// run id → token (for dispose).
+    tokens: Mutex<HashMap<String, String>>,
+    clock: Instant,
+    deadline_changed: Notify,
+    next_call: AtomicU64,
+    next_session: AtomicU64,
+}
+
+impl std::fmt::Debug for Hub {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Hub").finish_non_exhaustive()
+    }
+}
+
+impl Hub {
+    fn now_ms(&self) -> u64 {
+        u64::try_from(self.clock.elapsed().as_millis()).unwrap_or(u64::MAX)
+    }
+
+    /// Deliver the queue's outputs, in order.
+    fn deliver(&self, outs: Vec<BridgeOut>) {
+        let mut last_reject = RejectKind::Aborted;
+        for out in outs {
+            match out {
+                BridgeOut::Dispatch { run_id, pi_call_id, pi_tool, args } => {
+                    let _ = self.events.send(BridgeEvent::Call { run_id, pi_call_id, pi_tool, args });
+                }
+                BridgeOut::Resolve { mcp_request_id, content, is_error } => {
+                    self.answer(&mcp_request_id, CallOutcome::Result { content, is_error });
+                }
+                BridgeOut::Reject { mcp_request_id, kind, message } => {
+                    last_reject = kind;
+                    self.answer(&mcp_request_id, CallOutcome::Rejected { kind, message });
+                }
+                BridgeOut::AbortPiExecution { pi_call_id } => {
+                    let _ = self.events.send(BridgeEvent::Abort { pi_call_id, reason: last_reject });
+                }
+                BridgeOut::Diagnostic { event, fields } => self.diagnostics.emit(event, &fields),
+            }
+        }
+    }
+
+    fn answer(&self, mcp_request_id: &str, outcome: CallOutcome) {
+        let waiter = self.waiters.lock().ok().and_then(|mut w| w.remove(mcp_request_id));
+        if let Some(tx) = waiter {
+            let _ = tx.send(outcome);
+        }
+    }
+
+    pub(super) async fn list_tools(&self, run_id: &str) -> Result<Arc<[ExposedTool]>, McpError> {
+        self.actor
+            .send(BridgeListTools { run_id: run_id.to_owned() })
+            .await
+            .map_err(|_| McpError::internal_error("the pi bridge queue is gone", None))?
+            .ok_or_else(|| McpError::internal_error("Cursor pi bridge run disposed", None))
+    }
+
+    /// One MCP `tools/call`: queue it, then wait for its end (or the client's cancellation).
+    pub(super) async fn call_tool(
+        &self,
+        run_id: &str,
+        mcp_tool: &str,
+        mcp_request_id: String,
+        args: Value,
+        cancelled: CancellationToken,
+    ) -> Result<CallOutcome, McpError> {
+        let (tx, mut rx) = oneshot::channel();
+        if let Ok(mut w) = self.waiters.lock() {
+            w.insert(mcp_request_id.clone(), tx);
+        }
+        let n = self.next_call.fetch_add(1, Ordering::Relaxed) + 1;
+        let msg = BridgeCallTool {
+            run_id: run_id.to_owned(),
+            mcp_tool: mcp_tool.to_owned(),
+            bridge_call_id: format!("cursor-pi-bridge-call-{n}"),
+            mcp_request_id: mcp_request_id.clone(),
+            args,
+            now_ms: self.now_ms(),
+        };
+        let queued = self.actor.send(msg).await;
+        let outs = match queued {
+            Ok(Ok(outs)) => outs,
+            Ok(Err(unknown)) => {
+                self.forget(&mcp_request_id);
+                return Ok(CallOutcome::Unknown(unknown.to_string()));
+            }
+            Err(_) => {
+                self.forget(&mcp_request_id);
+                return Err(McpError::internal_error("the pi bridge queue is gone", None));
+            }
+        };
+        self.deliver(outs);
+        self.deadline_changed.notify_one();
+        tokio::select! {
+            outcome = &mut rx => return outcome.map_err(|_| McpError::internal_error("Cursor pi bridge call dropped", None)),
+            () = cancelled.cancelled() => {}
+        }
+        // The client cancelled: reject `aborted` (and abort pi's execution), unless it ended first.
+        if let Ok(outs) = self.actor.send(BridgeCancelMcpRequest { mcp_request_id, now_ms: self.now_ms() }).await {
+            self.deliver(outs);
+        }
+        rx.await.map_err(|_| McpError::internal_error("Cursor pi bridge CallTool aborted", None))
+    }
+
+    fn forget(&self, mcp_request_id: &str) {
+        if let Ok(mut w) = self.waiters.lock() {
+            w.remove(mcp_request_id);
+        }
+    }
+
+    /// Tick the queue at its next deadline, forever (until the server stops).
+    async fn tick_deadlines(self: Arc<Self>, stop: CancellationToken) {
+        loop {
+            let next = self.actor.send(BridgeNextDeadline).await.ok().flatten();
+            let wait = match next {
+                Some(d) => Duration::from_millis(d.saturating_sub(self.now_ms())),
+                None => Duration::from_secs(3600),
+            };
+            tokio::select! {
+                () = stop.cancelled() => return,
+                () = self.deadline_changed.notified() => continue,
+                () = tokio::time::sleep(wait) => {}
+            }
+            match self.actor.send(BridgeTick { now_ms: self.now_ms() }).await {
+                Ok(outs) => self.deliver(outs),
+                Err(_) => return,
+            }
+        }
+    }
+}
+
+/// The running bridge endpoint. Must be started inside an actix system (it starts the queue actor
+/// and spawns tokio tasks).
+#[derive(Debug)]
+pub struct BridgeServer {
+    hub: Arc<Hub>,
+    addr: SocketAddr,
+    stop: CancellationToken,
+}
+
+impl BridgeServer {
+    /// Listen on `<listen>:<ephemeral>`; the events for pi's side arrive on the returned receiver.
+    pub async fn start(
+        opts: BridgeServerOptions,
+    ) -> Result<(BridgeServer, mpsc::UnboundedReceiver<BridgeEvent>), BridgeError> {
+        let diagnostics = Diagnostics::new(opts.settings.debug_stderr, opts.settings.debug_file.as_deref())?;
+        let actor = BridgeQueueActor::new(BridgeQueueConfig { call_timeout_ms: opts.settings.call_timeout_ms }).start();
+        let (events, rx) = mpsc::unbounded_channel();
+        let hub = Arc::new(Hub {
+            actor,
+            settings: opts.settings,
+            diagnostics,
+            events,
+            waiters: Mutex::new(HashMap::new()),
+            routes: Mutex::new(Routes::default()),
+            tokens: Mutex::new(HashMap::new()),
+            clock: Instant::now(),
+            deadline_changed: Notify::new(),
+            next_call: AtomicU64::new(0),
+            next_session: AtomicU64::new(0),
+        });
+        let listener = tokio::net::TcpListener::bind(SocketAddr::new(opts.listen, 0)).await?;
+        let addr = listener.local_addr()?;
+        let stop = CancellationToken::new();
+        let app = axum::Router::new().fallback(route_request).with_state(hub.clone());
+        let shutdown = stop.clone();
+        tokio::spawn(async move {
+            let serve = axum::serve(listener, app.into_make_service_with_connect_info::<SocketAddr>())
+                .with_graceful_shutdown(async move { shutdown.cancelled_owned().await });
+            if let Err(e) = serve.await {
+                tracing::warn!("pi bridge listener stopped: {e}");
+            }
+        });
+        tokio::spawn(hub.clone().tick_deadlines(stop.clone()));
+        Ok((BridgeServer { hub, addr, stop }, rx))
+    }
+
+    /// The listening address.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    pub fn settings(&self) -> &BridgeSettings {
+        &self.hub.settings
+    }
+
+    /// Add a run exposing pi's `tools` (as SPEC §7 selects them): its own route. `None` when the
+    /// bridge is off or exposes nothing for these tools (diagnostic `run_skipped`).
+    pub async fn add_run(&self, tools: &[PiToolDef]) -> Result<Option<RunRoute>, BridgeError> {
+        let run_uuid = routes::new_token()?;
+        let run_id = format!("cursor-pi-bridge-run-{}", &run_uuid[..12]);
+        let exposed = expose(tools, &self.hub.settings.exposure);
+        let empty = exposed.is_empty();
+        let outs = self
+            .hub
+            .actor
+            .send(BridgeExposeTools { run_id: run_id.clone(), tools: exposed })
+            .await
+            .map_err(|_| BridgeError::ActorGone)?;
+        self.hub.deliver(outs);
+        if empty {
+            return Ok(None);
+        }
+        let outs = self
+            .hub
+            .actor
+            .send(BridgeAttachRun { run: RunKey { run_id: run_id.clone(), uuid: run_uuid }, now_ms: self.hub.now_ms() })
+            .await
+            .map_err(|_| BridgeError::ActorGone)?;
+        self.hub.deliver(outs);
+
+        let token = routes::new_token()?;
+        let closed = self.stop.child_token();
+        let (hub, rid) = (self.hub.clone(), run_id.clone());
+        let config = StreamableHttpServerConfig::default().with_cancellation_token(closed.clone());
+        let service = StreamableHttpService::new(
+            move || {
+                let session = hub.next_session.fetch_add(1, Ordering::Relaxed) + 1;
+                Ok(RunHandler { hub: hub.clone(), run_id: rid.clone(), session })
+            },
+            Arc::new(LocalSessionManager::default()),
+            config,
+        );
+        if let Ok(mut r) = self.hub.routes.lock() {
+            r.insert(token.clone(), LiveRoute { service, closed });
+        }
+        if let Ok(mut t) = self.hub.tokens.lock() {
+            t.insert(run_id.clone(), token.clone());
+        }
+        let url = format!("http://{}{}", self.addr, routes::route_path(&token));
+        Ok(Some(RunRoute { run_id, url }))
+    }
+
+    /// Dispose a run: close its transport, unregister its route (410 afterwards), reject its
+    /// pending calls (`disposed`, aborting pi's executions).
+    pub async fn dispose_run(&self, run_id: &str) -> Result<(), BridgeError> {
+        let token = self.hub.tokens.lock().ok().and_then(|mut t| t.remove(run_id));
+        let Some(token) = token else { return Err(BridgeError::UnknownRun(run_id.to_owned())) };
+        // New requests get 410 from here on; pending calls are rejected (their MCP answers go out)
+        // before the transport closes.
+        let route = self.hub.routes.lock().ok().and_then(|mut r| r.dispose(&token));
+        let outs = self
+            .hub
+            .actor
+            .send(BridgeDisposeRun { run_id: run_id.to_owned(), now_ms: self.hub.now_ms() })
+            .await
+            .map_err(|_| BridgeError::ActorGone);
+        if let Ok(outs) = &outs {
+            self.hub.deliver(outs.clone());
+        }
+        if let Some(route) = route {
+            route.closed.cancel();
+        }
+        outs.map(|_| ())
+    }
+
+    /// Cancel a run: reject its pending and queued calls (`cancelled`); its route stays.
+    pub async fn cancel_run(&self, run_id: &str) -> Result<(), BridgeError> {
+        let outs = self
+            .hub
+            .actor
+            .send(BridgeCancelRun { run_id: run_id.to_owned(), now_ms: self.hub.now_ms() })
+            .await
+            .map_err(|_| BridgeError::ActorGone)?;
+        self.hub.deliver(outs);
+        Ok(())
+    }
+
+    /// pi's result for a dispatched call. Refused when no pending call has this id (unknown,
+    /// answered, timed out, aborted, or of a disposed run): it never resolves another call.
+    pub async fn pi_result(&self, pi_call_id: &str, content: Vec<Value>, is_error: bool) -> Result<(), BridgeError> {
+        let msg = BridgePiToolResult {
+            pi_call_id: pi_call_id.to_owned(),
+            result: BridgeToolResult { content, is_error },
+            now_ms: self.hub.now_ms(),
+        };
+        match self.hub.actor.send(msg).await.map_err(|_| BridgeError::ActorGone)? {
+            Ok(outs) => {
+                self.hub.deliver(outs);
+                Ok(())
+            }
+            Err(refused) => {
+                self.hub.deliver(refused.outs);
+                Err(BridgeError::Refused(match refused.reason {
+                    RefuseReason::NotPending => "no pending call has this id",
+                    RefuseReason::TimedOut => "the call timed out",
+                }))
+            }
+        }
+    }
+
+    /// Dispose every run and stop listening.
+    pub async fn shutdown(&self) {
+        let runs: Vec<String> = self.hub.tokens.lock().map(|t| t.keys().cloned().collect()).unwrap_or_default();
+        for run in runs {
+            let _ = self.dispose_run(&run).await;
+        }
+        self.stop.cancel();
+    }
+}
+
+/// Every request: peer and path checks, then the run's MCP service.
+async fn route_request(
+    State(hub): State<Arc<Hub>>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    req: Request,
+) -> Response {
+    let lookup = match hub.routes.lock() {
+        Ok(r) => r.lookup(peer.ip(), req.uri().path()),
+        Err(_) => return plain(StatusCode::INTERNAL_SERVER_ERROR, "pi bridge route registry unavailable"),
+    };
+    let route = match lookup {
+        Lookup::Live(route) => route,
+        Lookup::Forbidden => return plain(StatusCode::FORBIDDEN, "pi bridge: only loopback peers are served"),
+        Lookup::NotFound => return plain(StatusCode::NOT_FOUND, "not found"),
+        Lookup::Gone => return plain(StatusCode::GONE, "pi bridge run disposed"),
+    };
+    if route.closed.is_cancelled() {
+        return plain(StatusCode::GONE, "pi bridge run disposed");
+    }
+    let mut service = route.service;
+    let call = std::panic::AssertUnwindSafe(tower_call(&mut service, req)).catch_unwind();
+    match call.await {
+        Ok(resp) => resp,
+        Err(_) => plain(StatusCode::INTERNAL_SERVER_ERROR, "pi bridge handler failed"),
+    }
+}
+
+async fn tower_call(service: &mut McpService, req: Request) -> Response {
+    use tower_service::Service;
+    match service.call(req).await {
+        Ok(resp) => resp.map(Body::new),
+        Err(never) => match never {},
+    }
+}
+
+fn plain(status: StatusCode, text: &'static str) -> Response {
+    (status, text).into_response()
+}

@@ -545,3 +545,103 @@ fn a_malformed_backend_line_is_reported_not_dropped_silently() {
         assert!(done.stdout.contains("\"stopReason\":\"stop\""), "the run still completes");
     });
 }
+
+/// The project's virtualenv python (scripts/install-py), with the official MCP SDK.
+fn venv_python() -> Option<PathBuf> {
+    let py = Path::new(env!("CARGO_MANIFEST_DIR")).join("../.venv/bin/python");
+    if py.exists() {
+        return Some(py);
+    }
+    assert!(
+        std::env::var_os("TOOLSTREAM_REQUIRE_PY").is_none(),
+        "{} is missing: run ./scripts/install-py",
+        py.display()
+    );
+    eprintln!("skipped: no {} (./scripts/install-py)", py.display());
+    None
+}
+
+#[test]
+fn cursor_calls_a_pi_tool_through_the_bridge_inside_the_run() {
+    let Some(python) = venv_python() else { return };
+    common::each_pi(|pi| {
+        let pi = pi.bin();
+        let home = Home::new();
+        // A stand-in cursor-agent that calls pi's tool over MCP, as Cursor does.
+        let client = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/py/cursor_agent_bridge.py");
+        let agent = home.dir.join("cursor-agent-mcp");
+        std::fs::write(&agent, format!("#!/bin/sh\nexec '{}' '{}' \"$@\"\n", python.display(), client.display()))
+            .unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&agent, std::fs::Permissions::from_mode(0o755)).unwrap();
+        // The user's own MCP configuration, which must stay as it is.
+        std::fs::create_dir_all(home.dir.join(".cursor")).unwrap();
+        let own = r#"{"mcpServers":{"mine":{"command":"my-server"}}}"#;
+        std::fs::write(home.dir.join(".cursor/mcp.json"), own).unwrap();
+        // A pi tool of another extension: the one Cursor calls.
+        let ext = home.dir.join("tools-ext");
+        std::fs::create_dir_all(&ext).unwrap();
+        let marker = home.dir.join("reindexed.txt");
+        std::fs::write(
+            ext.join("index.ts"),
+            format!(
+                "import fs from \"node:fs\";\nimport {{ Type }} from \"typebox\";\n\
+                 export default function (pi: any) {{\n\
+                   pi.registerTool({{ name: \"sem_reindex\", label: \"sem_reindex\", description: \"Rebuild the semantic index of a folder\",\n\
+                     parameters: Type.Object({{ path: Type.String() }}),\n\
+                     async execute(_id: string, params: any) {{\n\
+                       fs.appendFileSync({marker:?}, params.path + \"\\n\");\n\
+                       return {{ content: [{{ type: \"text\", text: `reindexed ${{params.path}}: 42 files` }}], details: {{}} }};\n\
+                     }} }});\n\
+                 }}\n",
+                marker = marker.display().to_string()
+            ),
+        )
+        .unwrap();
+        let log = home.dir.join("agent-log.json");
+        let mut cmd = home.pi(&pi);
+        cmd.env("TOOLSTREAM_CURSOR_AGENT", &agent)
+            .env("FAKE_LOG", &log)
+            .env("FAKE_TOOL", "sem_reindex")
+            .env("FAKE_ARGS", r#"{"path":"src"}"#)
+            .arg("-e")
+            .arg(&ext)
+            .args(["--mode", "json", "-p", "reindex src with the project's tool"]);
+        let done = common::run_with_timeout(&mut cmd, None, PI_TIMEOUT).unwrap();
+        assert_eq!(done.code, Some(0), "pi failed: {}", done.stderr);
+        let events: Vec<Value> =
+            done.stdout.lines().filter(|l| !l.trim().is_empty()).map(|l| serde_json::from_str(l).unwrap()).collect();
+        // pi ran its own tool, as its own tool execution, for a bridged call id.
+        let start = events
+            .iter()
+            .find(|e| e["type"] == "tool_execution_start" && e["toolName"] == "sem_reindex")
+            .unwrap_or_else(|| panic!("no execution of sem_reindex: {}", done.stdout));
+        let id = start["toolCallId"].as_str().unwrap();
+        assert!(id.starts_with("cursor-pi-bridge-run-") && id.len() <= 64, "{id}");
+        assert_eq!(start["args"], json!({"path": "src"}));
+        assert_eq!(std::fs::read_to_string(&marker).unwrap(), "src\n", "the tool ran once");
+        // The MCP client (Cursor's side) got pi's result, inside the same run.
+        let logged: Value = serde_json::from_str(&std::fs::read_to_string(&log).unwrap()).unwrap();
+        assert_eq!(logged["result_text"], "reindexed src: 42 files", "{logged}");
+        assert_eq!(logged["result_is_error"], false);
+        assert_eq!(logged["listed"], json!(["pi__sem_reindex"]), "built-ins and the replay tools are not exposed");
+        assert_eq!(logged["mcp_json_servers"], json!(["mine", "pi-tools"]), "the user's servers plus the bridge");
+        assert!(logged["argv"].as_array().unwrap().iter().any(|a| a == "--approve-mcps"), "{logged}");
+        // The run then finishes with `stop`, quoting the result; Cursor's own record of the call is
+        // not a card (pi showed the real call).
+        let end = events.iter().rev().find(|e| e["type"] == "agent_end").unwrap();
+        let messages = end["messages"].as_array().unwrap();
+        let last = messages.last().unwrap();
+        stopped(last);
+        assert!(last.to_string().contains("The tool said: reindexed src: 42 files"), "{last}");
+        let calls: Vec<&Value> = messages
+            .iter()
+            .filter(|m| m["role"] == "assistant")
+            .flat_map(|m| m["content"].as_array().unwrap().iter())
+            .filter(|b| b["type"] == "toolCall")
+            .collect();
+        assert_eq!(calls.len(), 1, "one tool call, the bridged one: {calls:?}");
+        // The user's file is as it was, and the run's own home is gone.
+        assert_eq!(std::fs::read_to_string(home.dir.join(".cursor/mcp.json")).unwrap(), own);
+    });
+}

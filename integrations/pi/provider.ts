@@ -574,7 +574,10 @@ async function deliverOneMessage(
 				case "tool_results": {
 					const results = (ev.results ?? []) as ToolResultMessage[];
 					for (const r of results) recordedResults.set(r.toolCallId, r);
-					child.pending = results.map((r) => r.toolCallId);
+					// Bridged calls (Cursor calling pi's own tools, SPEC §7) are run by pi for
+					// real; their results go back to toolstream like the replayed ones.
+					const bridged = Array.isArray(ev.bridged) ? (ev.bridged as string[]) : [];
+					child.pending = [...results.map((r) => r.toolCallId), ...bridged];
 					if (heldDone) finish({ type: "done", reason: "toolUse", message: heldDone.message });
 					break;
 				}

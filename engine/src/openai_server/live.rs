@@ -63,6 +63,7 @@ pub fn start(
         // Every request carries its whole conversation: a fresh chat each time (seed 002).
         resume: None,
         mode: None,
+        mcp: None,
         prompt: flat.prompt,
     };
     let (source, agent) = cursor_agent::spawn(&cmd)?;

@@ -22,6 +22,7 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use super::mcp_home::{McpHome, McpServer, APPROVE_FLAG};
 use crate::source::{LiveInput, Source};
 
 /// Environment variable naming the cursor-agent binary.
@@ -52,6 +53,9 @@ pub struct AgentCommand {
     pub resume: Option<String>,
     /// `--mode <mode>` (`plan`, `ask`); none for Cursor's default agent mode.
     pub mode: Option<&'static str>,
+    /// One more MCP server for this run (the pi tool bridge): given to cursor-agent through a
+    /// home of the run's own, with `--approve-mcps` (see `mcp_home`).
+    pub mcp: Option<McpServer>,
     pub prompt: String,
 }
 
@@ -76,6 +80,9 @@ impl AgentCommand {
         if let Some(mode) = self.mode {
             args.push(format!("--mode={mode}").into());
         }
+        if self.mcp.is_some() {
+            args.push(APPROVE_FLAG.into());
+        }
         args.extend(self.extra_args.iter().map(OsString::from));
         // A prompt that starts with `-` would be read as an option; a leading space is not.
         let prompt = if self.prompt.starts_with('-') { format!(" {}", self.prompt) } else { self.prompt.clone() };
@@ -96,6 +103,8 @@ pub struct AgentProcess {
     stderr_reader: Mutex<Option<JoinHandle<()>>>,
     /// Why it failed (a non-zero exit), once its output ended.
     failure: Mutex<Option<String>>,
+    /// The run's own home when it has an extra MCP server; removed with the process handle.
+    _home: Option<McpHome>,
 }
 
 impl AgentProcess {
@@ -203,6 +212,16 @@ pub fn spawn(cmd: &AgentCommand) -> Result<(Source, Arc<AgentProcess>), String> 
     if let Some(dir) = cmd.workspace.as_deref().filter(|d| d.is_dir()) {
         command.current_dir(dir);
     }
+    let home = match &cmd.mcp {
+        Some(server) => {
+            let user_home = std::env::var_os("HOME").filter(|h| !h.is_empty()).map(PathBuf::from);
+            let home = McpHome::create(user_home.as_deref(), server)
+                .map_err(|e| format!("cannot prepare cursor-agent's MCP configuration: {e}"))?;
+            command.env("HOME", home.path());
+            Some(home)
+        }
+        None => None,
+    };
     let mut child = command.spawn().map_err(|e| {
         format!(
             "cannot start {}: {e} (install the Cursor CLI and log in, or point {AGENT_BIN_ENV} at cursor-agent)",
@@ -237,6 +256,7 @@ pub fn spawn(cmd: &AgentCommand) -> Result<(Source, Arc<AgentProcess>), String> 
         stderr,
         stderr_reader: Mutex::new(reader),
         failure: Mutex::new(None),
+        _home: home,
     });
     watch_for_orphaned_output(process.clone());
     let reader = AgentOutput { stdout, process: process.clone() };
@@ -340,6 +360,7 @@ mod tests {
             extra_args: vec!["--force".into()],
             resume: Some("chat-1".into()),
             mode: Some("ask"),
+            mcp: None,
             prompt: "fix it".into(),
         };
         let args: Vec<String> = cmd.args().into_iter().map(|a| a.into_string().unwrap()).collect();
@@ -367,6 +388,7 @@ mod tests {
             extra_args: vec![],
             resume: None,
             mode: None,
+            mcp: None,
             prompt: "-v please".into(),
             ..cmd
         };

@@ -184,8 +184,8 @@ impl Delivery {
                 self.open = None;
                 self.last_reason = Some(message.stop_reason);
             }
-            Step::ToolResults { results, .. } => {
-                self.awaiting = results.iter().map(|r| r.tool_call_id.clone()).collect();
+            Step::ToolResults { results, bridged, .. } => {
+                self.awaiting = results.iter().map(|r| r.tool_call_id.clone()).chain(bridged.iter().cloned()).collect();
             }
             Step::BlockEnd { .. } | Step::RunOpened { .. } | Step::RunClosed { .. } => {}
         }

@@ -32,8 +32,10 @@
 //! end as an `error` message. Exit status: 0 when the run ended with `stop`, 1 when it ended
 //! with `error` (or stdout went away), 2 for a bad request, 130 after `abort`.
 
+pub mod bridge;
 pub mod cursor_agent;
 pub mod gate;
+pub mod mcp_home;
 pub mod protocol;
 pub mod sink;
 
@@ -54,8 +56,10 @@ use crate::conversation;
 use crate::pipeline::{Canceller, Pipeline, PipelineError, PipelineOptions};
 use crate::sinks::{keeps_recorded, report_to_stderr, SinkContext, SinkPlan, SinkSpec};
 use crate::source::Source;
+use bridge::ProviderBridge;
 use cursor_agent::{AgentCommand, AgentProcess};
 use gate::{Ack, Gate, Outcome, Outgoing};
+use mcp_home::McpServer;
 use protocol::{InLine, Request, SourceSpec};
 use sink::ProviderSink;
 
@@ -91,8 +95,25 @@ pub fn serve(opts: ProviderOptions) -> i32 {
 
     let delivered = Arc::new(AtomicBool::new(false));
     let display = request.display.clone().unwrap_or_default();
-    let provider: Box<dyn Sink> =
-        Box::new(ProviderSink::new(gate.clone(), delivered.clone(), display, request.model.clone()));
+    let mut provider_sink = ProviderSink::new(gate.clone(), delivered.clone(), display, request.model.clone());
+    // The pi tool bridge: Cursor (a live cursor-agent run) may call pi's own tools.
+    let bridge = match &request.source {
+        SourceSpec::CursorAgent { .. } if !request.context.tools.is_empty() => {
+            let feed = provider_sink.bridge_feed();
+            match ProviderBridge::start(&request.context.tools, move |call| feed.call(&call)) {
+                Ok(b) => b.map(Arc::new),
+                Err(e) => {
+                    eprintln!("toolstream: {e}; Cursor runs without pi's tools");
+                    None
+                }
+            }
+        }
+        _ => None,
+    };
+    if bridge.is_some() {
+        provider_sink.hide_bridged_cards();
+    }
+    let provider: Box<dyn Sink> = Box::new(provider_sink);
     let provider = if opts.compact { crate::compact_stage::CompactShellResults::wrap(provider) } else { provider };
     let mut sinks: Vec<Box<dyn Sink>> = vec![provider];
     if opts.config.trace_enabled.value {
@@ -109,7 +130,8 @@ pub fn serve(opts: ProviderOptions) -> i32 {
     let mut popts = opts.pipeline;
     popts.shards = 1;
     popts.shard.keep_recorded = keeps_recorded(&opts.sinks);
-    let (source, agent) = match open_source(&request, opts.cursor_agent.clone()) {
+    let mcp = bridge.as_ref().map(|b| b.server().clone());
+    let (source, agent) = match open_source(&request, opts.cursor_agent.clone(), mcp) {
         Ok(s) => s,
         Err((msg, code)) => return fail(&gate, &scrubber, &model, &msg, code),
     };
@@ -128,7 +150,13 @@ pub fn serve(opts: ProviderOptions) -> i32 {
     // The user's sinks get their final checkpoint (an OTLP sink waits for its collector) before
     // the process may exit once the client left.
     let finish_grace = if opts.sinks.is_empty() { FINISH_GRACE } else { FINISH_GRACE_WITH_SINKS };
-    let stopper = Stopper { gate: gate.clone(), agent: agent.clone(), canceller: canceller.clone(), finish_grace };
+    let stopper = Stopper {
+        gate: gate.clone(),
+        agent: agent.clone(),
+        canceller: canceller.clone(),
+        finish_grace,
+        bridge: bridge.clone(),
+    };
     if let Err(e) = std::thread::Builder::new().name("pi-provider-input".into()).spawn(move || control(input, &stopper))
     {
         tracing::error!("cannot read the protocol input: {e}");
@@ -218,7 +246,7 @@ type Opened = (Source, Option<Arc<AgentProcess>>);
 
 /// The source named by the request (cursor-agent is started here); the error carries the exit
 /// status to use.
-fn open_source(request: &Request, agent_bin: Option<PathBuf>) -> Result<Opened, (String, i32)> {
+fn open_source(request: &Request, agent_bin: Option<PathBuf>, mcp: Option<McpServer>) -> Result<Opened, (String, i32)> {
     match &request.source {
         SourceSpec::Replay { path, .. } => match std::fs::File::open(path) {
             Ok(_) => Ok((Source::File(path.clone()), None)),
@@ -254,6 +282,7 @@ fn open_source(request: &Request, agent_bin: Option<PathBuf>) -> Result<Opened, 
                 extra_args: args.clone(),
                 resume,
                 mode: request.mode.and_then(protocol::CursorMode::agent_option),
+                mcp,
                 prompt,
             };
             let (source, process) = cursor_agent::spawn(&cmd).map_err(|m| (m, 1))?;
@@ -269,6 +298,8 @@ struct Stopper {
     canceller: Canceller,
     /// How long the engine may take to wind down after the run's last message once the client left.
     finish_grace: Duration,
+    /// The pi tool bridge of this run, which pi's results of bridged calls go to.
+    bridge: Option<Arc<ProviderBridge>>,
 }
 
 impl Stopper {
@@ -344,6 +375,10 @@ fn control(mut input: impl BufRead, stop: &Stopper) {
         }
         match InLine::parse(text) {
             Ok(InLine::ToolResult(r)) => {
+                if let (Some(bridge), true) = (&stop.bridge, bridge::is_bridge_id(&r.tool_call_id)) {
+                    // pi ran its own tool for Cursor: the result resolves Cursor's MCP call.
+                    bridge.result(&r.tool_call_id, r.content.clone(), r.is_error);
+                }
                 if stop.gate.ack(&r.tool_call_id) == Ack::Unexpected {
                     tracing::warn!("a tool_result for a call that is not waiting for one was ignored");
                 } else if r.is_error {

@@ -108,6 +108,9 @@ pub struct ToolResultIn {
     pub tool_name: Option<String>,
     #[serde(default, rename = "isError")]
     pub is_error: bool,
+    /// pi's result content (text and image blocks): what a bridged call's MCP result carries.
+    #[serde(default)]
+    pub content: Vec<Value>,
 }
 
 #[cfg(test)]

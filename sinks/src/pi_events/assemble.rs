@@ -71,9 +71,12 @@ pub enum Step {
         message: AssistantMessage,
         at: u64,
     },
-    /// The results of the `toolUse` message that just ended, one per tool call, in order.
+    /// The results of the `toolUse` message that just ended, one per replayed tool call, in
+    /// order; `bridged` names its tool calls that pi runs for real (the pi tool bridge, SPEC §7):
+    /// their results come from pi.
     ToolResults {
         results: Vec<ToolResultMessage>,
+        bridged: Vec<String>,
         at: u64,
     },
     /// The run closed (every message of it has ended).
@@ -96,15 +99,18 @@ impl Step {
             Step::BlockStart { .. } | Step::RunClosed { .. } => 0,
             Step::BlockDelta { delta: s, .. } | Step::BlockEnd { content: s, .. } => s.len(),
             Step::ToolCall { call, .. } => call.id.len() + call.name.len() + json_bytes(&call.arguments),
-            Step::ToolResults { results, .. } => results
-                .iter()
-                .map(|r| {
-                    STEP + r.tool_call_id.len()
-                        + r.tool_name.len()
-                        + r.content.iter().map(|c| c.text.len()).sum::<usize>()
-                        + json_bytes(&r.details)
-                })
-                .sum(),
+            Step::ToolResults { results, bridged, .. } => {
+                bridged.iter().map(|id| STEP + id.len()).sum::<usize>()
+                    + results
+                        .iter()
+                        .map(|r| {
+                            STEP + r.tool_call_id.len()
+                                + r.tool_name.len()
+                                + r.content.iter().map(|c| c.text.len()).sum::<usize>()
+                                + json_bytes(&r.details)
+                        })
+                        .sum::<usize>()
+            }
         }
     }
 }
@@ -141,6 +147,8 @@ struct Building {
     message: AssistantMessage,
     open: Option<(BlockKind, usize)>,
     results: Vec<ToolResultMessage>,
+    /// Tool calls of this message that pi runs for real (bridged), in order.
+    bridged: Vec<String>,
     /// Usage of `toolUse` turns folded into this message because none of their cards became a
     /// tool call (they were shown as traces): pi would end its loop at a `toolUse` message
     /// without tool calls, so the message goes on instead, and counts their tokens.
@@ -188,6 +196,26 @@ impl Assembler {
     pub fn with_requested_model(mut self, model: Option<String>) -> Self {
         self.requested_model = model.filter(|m| !m.trim().is_empty());
         self
+    }
+
+    /// A pi tool call that Cursor asked for through the pi tool bridge (SPEC §7): the open message
+    /// of `run` ends with it as a `toolUse` message (with any replayed calls it holds), and pi
+    /// runs the tool for real; its result goes back to Cursor, not into this stream. The next
+    /// message continues the run.
+    pub fn bridge_call(&mut self, run: &Arc<RunId>, id: &str, name: &str, arguments: Value, out: &mut Vec<Step>) {
+        let streaming = self.streaming;
+        let Some(state) = self.runs.get_mut(run) else { return };
+        let at = state.last_at;
+        let b = state.current(at, out);
+        b.close_block(streaming, out);
+        let call = ToolCall { id: id.to_owned(), name: name.to_owned(), arguments: object(&arguments) };
+        let index = b.message.content.len();
+        b.message.content.push(ContentBlock::ToolCall(call.clone()));
+        b.bridged.push(id.to_owned());
+        if streaming {
+            out.push(Step::ToolCall { index, call });
+        }
+        state.finish(streaming, StopReason::ToolUse, &Usage::default(), None, at, out);
     }
 
     /// Feed one output event; steps are appended to `out`.
@@ -281,7 +309,7 @@ impl RunState {
             message.response_model = response_model.clone();
             message.response_id = chat.clone();
             out.push(Step::Start(message.clone()));
-            Building { message, open: None, results: Vec::new(), carried: Usage::default() }
+            Building { message, open: None, results: Vec::new(), bridged: Vec::new(), carried: Usage::default() }
         })
     }
 
@@ -371,7 +399,7 @@ impl RunState {
         at: u64,
         out: &mut Vec<Step>,
     ) {
-        let has_calls = self.current.as_ref().is_some_and(|b| !b.results.is_empty());
+        let has_calls = self.current.as_ref().is_some_and(|b| !b.results.is_empty() || !b.bridged.is_empty());
         if reason == StopReason::ToolUse && !has_calls {
             if let Some(b) = self.current.as_mut() {
                 b.carried += usage;
@@ -410,12 +438,12 @@ impl RunState {
             StopReason::Stop | StopReason::ToolUse => None,
         };
         out.push(Step::End { message, at });
-        if !b.results.is_empty() {
+        if !b.results.is_empty() || !b.bridged.is_empty() {
             let mut results = b.results;
             for r in &mut results {
                 r.timestamp = at;
             }
-            out.push(Step::ToolResults { results, at });
+            out.push(Step::ToolResults { results, bridged: b.bridged, at });
         }
     }
 }

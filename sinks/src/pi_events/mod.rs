@@ -118,6 +118,9 @@ enum Line<'a> {
     },
     ToolResults {
         results: &'a [ToolResultMessage],
+        /// Tool calls of the message pi runs for real (the pi tool bridge): pi's results answer them.
+        #[serde(skip_serializing_if = "<[String]>::is_empty")]
+        bridged: &'a [String],
     },
 }
 
@@ -199,7 +202,7 @@ pub fn write_step(step: &Step, out: &mut Vec<u8>) -> io::Result<()> {
                 _ => line(&Line::Done { reason, message }),
             }
         }
-        Step::ToolResults { results, .. } => line(&Line::ToolResults { results }),
+        Step::ToolResults { results, bridged, .. } => line(&Line::ToolResults { results, bridged }),
     }
 }
 

@@ -274,7 +274,7 @@ impl PiSessionSink {
                     self.open[i].items.push(Item::Assistant { at, message });
                     self.dirty = true;
                 }
-                Step::ToolResults { results, at } => {
+                Step::ToolResults { results, at, .. } => {
                     let i = self.run_index(&ev.run);
                     let items = &mut self.open[i].items;
                     items.extend(results.into_iter().map(|message| Item::ToolResult { at, message }));

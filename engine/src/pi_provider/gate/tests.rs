@@ -65,7 +65,7 @@ fn tool_use_message(ids: &[&str]) -> Vec<Outgoing> {
             timestamp: 1,
         })
         .collect();
-    out.push(ev(Step::ToolResults { results, at: 1 }));
+    out.push(ev(Step::ToolResults { results, bridged: Vec::new(), at: 1 }));
     out
 }
 

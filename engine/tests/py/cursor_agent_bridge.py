@@ -1,0 +1,75 @@
+"""A stand-in for a logged-in `cursor-agent` that calls pi's tools through the pi tool bridge, as
+Cursor would (engine/tests/pi_daily.rs; nothing here can run the real one). Run as
+`cursor-agent -p … --approve-mcps <prompt>` by `toolstream pi-provider`:
+
+- logs its arguments and `$HOME/.cursor/mcp.json` (the run's MCP configuration) to `$FAKE_LOG`;
+- prints a stream-json run: init, the user's prompt, some text;
+- with the official MCP Python SDK, calls `pi__<$FAKE_TOOL>` with `$FAKE_ARGS` on the server
+  `pi-tools` of that configuration (the bridge) and waits for pi's result;
+- prints the `mcpToolCall` Cursor would report for it, a final text quoting the result, and the
+  `result` line.
+"""
+
+import json
+import os
+import sys
+
+import anyio
+from mcp import ClientSession
+from mcp.client.streamable_http import streamable_http_client
+
+SESSION = "7d3c1f0e-5b2a-4c8e-9f11-bridge000001"
+
+
+def emit(obj):
+    print(json.dumps(obj), flush=True)
+
+
+def text_of(result):
+    return "\n".join(c.text for c in result.content if getattr(c, "type", "") == "text")
+
+
+async def call_bridge(url, tool, args):
+    async with streamable_http_client(url) as (read, write):
+        async with ClientSession(read, write) as session:
+            await session.initialize()
+            listed = await session.list_tools()
+            result = await session.call_tool(tool, args)
+            return [t.name for t in listed.tools], result
+
+
+def main():
+    log = {"argv": sys.argv[1:]}
+    config_path = os.path.join(os.environ.get("HOME", ""), ".cursor", "mcp.json")
+    try:
+        with open(config_path) as f:
+            config = json.load(f)
+    except OSError as e:
+        config = {"error": str(e)}
+    log["mcp_json_servers"] = sorted((config.get("mcpServers") or {}).keys())
+    prompt = sys.argv[-1] if len(sys.argv) > 1 else ""
+    tool = "pi__" + os.environ["FAKE_TOOL"]
+    args = json.loads(os.environ.get("FAKE_ARGS", "{}"))
+
+    emit({"type": "system", "subtype": "init", "cwd": os.getcwd(), "session_id": SESSION, "model": "Auto", "permissionMode": "default"})
+    emit({"type": "user", "message": {"role": "user", "content": [{"type": "text", "text": prompt}]}, "session_id": SESSION})
+    emit({"type": "assistant", "message": {"role": "assistant", "content": [{"type": "text", "text": "Let me use the project's own tool."}]}, "session_id": SESSION, "timestamp_ms": 1791237648224})
+
+    url = (config.get("mcpServers") or {}).get("pi-tools", {}).get("url")
+    call_id = "call-bridge-1"
+    mcp_args = {"name": "pi-tools-" + tool, "args": args, "toolCallId": call_id, "providerIdentifier": "pi-tools", "toolName": tool}
+    emit({"type": "tool_call", "subtype": "started", "call_id": call_id, "tool_call": {"mcpToolCall": {"args": mcp_args}}, "session_id": SESSION, "timestamp_ms": 1791237648300})
+    names, result = anyio.run(call_bridge, url, tool, args)
+    answer = text_of(result)
+    log.update({"listed": names, "result_text": answer, "result_is_error": bool(result.is_error)})
+    with open(os.environ["FAKE_LOG"], "w") as f:
+        json.dump(log, f)
+    content = [{"text": {"text": answer}}]
+    emit({"type": "tool_call", "subtype": "completed", "call_id": call_id, "tool_call": {"mcpToolCall": {"args": mcp_args, "result": {"success": {"content": content, "isError": bool(result.is_error)}}}}, "session_id": SESSION, "timestamp_ms": 1791237649000})
+    final = "The tool said: " + answer
+    emit({"type": "assistant", "message": {"role": "assistant", "content": [{"type": "text", "text": final}]}, "session_id": SESSION, "timestamp_ms": 1791237649100})
+    emit({"type": "result", "subtype": "success", "is_error": False, "result": "Let me use the project's own tool." + final, "session_id": SESSION, "usage": {"inputTokens": 10, "outputTokens": 5, "cacheReadTokens": 0, "cacheWriteTokens": 0}})
+
+
+if __name__ == "__main__":
+    main()

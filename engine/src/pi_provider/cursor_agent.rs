@@ -103,8 +103,8 @@ pub struct AgentProcess {
     stderr_reader: Mutex<Option<JoinHandle<()>>>,
     /// Why it failed (a non-zero exit), once its output ended.
     failure: Mutex<Option<String>>,
-    /// The run's own home when it has an extra MCP server; removed with the process handle.
-    _home: Option<McpHome>,
+    /// The run's own home when it has an extra MCP server; removed once the process is gone.
+    home: Mutex<Option<McpHome>>,
 }
 
 impl AgentProcess {
@@ -116,6 +116,7 @@ impl AgentProcess {
             let _ = c.kill();
             let _ = c.wait();
         }
+        self.remove_home();
     }
 
     /// Signal cursor-agent's process group (the processes it started: shells, servers) to stop,
@@ -150,9 +151,17 @@ impl AgentProcess {
         self.failure.lock().ok().and_then(|f| f.clone())
     }
 
+    /// Remove the run's own home (the process exited or was killed).
+    fn remove_home(&self) {
+        if let Ok(mut home) = self.home.lock() {
+            home.take();
+        }
+    }
+
     /// Once the output ended: wait for the exit and keep (and return) the failure, if any.
     fn check_exit(&self) -> Option<String> {
         let status = self.wait()?;
+        self.remove_home();
         if status.success() {
             return None;
         }
@@ -256,7 +265,7 @@ pub fn spawn(cmd: &AgentCommand) -> Result<(Source, Arc<AgentProcess>), String> 
         stderr,
         stderr_reader: Mutex::new(reader),
         failure: Mutex::new(None),
-        _home: home,
+        home: Mutex::new(home),
     });
     watch_for_orphaned_output(process.clone());
     let reader = AgentOutput { stdout, process: process.clone() };

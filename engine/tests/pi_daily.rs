@@ -358,9 +358,16 @@ fn the_model_list_comes_from_cursor_agents_listing() {
 /// pi's JSON-mode run of the demo with `env`; the assistant messages it ended.
 fn demo_messages(home: &Home, pi: &Path, env: &[(&str, &str)], extra: &[&str]) -> Vec<Value> {
     let mut cmd = home.pi(pi);
-    cmd.envs(env.iter().copied()).args(extra).args(["--mode", "json", "-p", "fix the rounding bug"]);
+    cmd.envs(env.iter().copied()).args(extra);
+    assistant_messages(cmd)
+}
+
+/// Run `cmd` (pi) on the demo prompt in JSON mode; the assistant messages it ended.
+fn assistant_messages(mut cmd: Command) -> Vec<Value> {
+    cmd.args(["--mode", "json", "-p", "fix the rounding bug"]);
     let done = common::run_with_timeout(&mut cmd, None, PI_TIMEOUT).unwrap();
     assert_eq!(done.code, Some(0), "pi failed: {}", done.stderr);
+    assert!(!done.stdout.contains("OTHER READ RAN"), "another extension's read never runs for a replay");
     done.stdout
         .lines()
         .filter(|l| !l.trim().is_empty())
@@ -495,18 +502,7 @@ fn a_wrapper_owned_by_another_extension_falls_back_to_a_trace() {
             };
         }
         cmd2.args(&args[..ours - 1]).arg("-e").arg(&other).arg("-e").arg(&args[ours]).args(&args[ours + 1..]);
-        cmd2.args(["--mode", "json", "-p", "fix the rounding bug"]);
-        let done = common::run_with_timeout(&mut cmd2, None, PI_TIMEOUT).unwrap();
-        assert_eq!(done.code, Some(0), "pi loads both extensions: {}", done.stderr);
-        let messages: Vec<Value> = done
-            .stdout
-            .lines()
-            .filter(|l| !l.trim().is_empty())
-            .map(|l| serde_json::from_str::<Value>(l).unwrap())
-            .filter(|e| e["type"] == "message_end" && e["message"]["role"] == "assistant")
-            .map(|e| e["message"].clone())
-            .collect();
-        assert!(!done.stdout.contains("OTHER READ RAN"), "the other extension's read never ran for a replay");
+        let messages = assistant_messages(cmd2);
         let expected: Vec<String> = calls.iter().filter(|(t, _)| t != "read").map(|(t, _)| t.clone()).collect();
         assert_eq!(tool_calls(&messages), expected, "every call but the read is a replay tool call");
         let (_, read_head) = calls.iter().find(|(t, _)| t == "read").unwrap();

@@ -384,6 +384,24 @@ mod tests {
     }
 
     #[test]
+    fn a_generated_image_shows_its_saved_path_and_names_it_for_pi() {
+        let sc = Scrubber::default();
+        let c = build_card(
+            &ctx(&sc),
+            &ev(
+                "generateImageToolCall",
+                Some(r#"{"description":"a red square","filePath":"/w/assets/square.png"}"#),
+                "success",
+                r#"{"filePath":"/w/assets/square.png","imageData":"iVBORw0KGgo="}"#,
+            ),
+        );
+        assert_eq!(c.pi_tool, "cursor");
+        assert!(c.content.contains("Saved image to assets/square.png"), "{}", c.content);
+        assert!(!c.content.contains("iVBORw0KGgo="), "the image data is not text");
+        assert_eq!(c.details["imagePath"], "assets/square.png");
+    }
+
+    #[test]
     fn rejected_shell_shows_reason_from_result_without_args() {
         let sc = Scrubber::default();
         let c = build_card(

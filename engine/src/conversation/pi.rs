@@ -4,16 +4,16 @@ use serde_json::Value;
 
 use super::{ToolCall, Turn};
 
-/// The text of a message's `content`: the string itself, or its text blocks joined by newlines.
-/// Images are noted, not carried (`[image]`); thinking is left out (it was never the answer).
-pub fn content_text(content: &Value) -> String {
+/// The text of a message's `content`: the string itself, or its text blocks joined by newlines;
+/// thinking is left out (it was never the answer). Images are noted as `[image]` when `images`.
+pub fn content_text(content: &Value, images: bool) -> String {
     match content {
         Value::String(s) => s.clone(),
         Value::Array(blocks) => blocks
             .iter()
             .filter_map(|b| match b["type"].as_str() {
                 Some("text") => b["text"].as_str().map(str::to_owned),
-                Some("image") => Some("[image]".to_owned()),
+                Some("image") if images => Some("[image]".to_owned()),
                 _ => None,
             })
             .collect::<Vec<_>>()
@@ -27,35 +27,22 @@ pub fn content_text(content: &Value) -> String {
 /// new prompt) are not history.
 pub fn split_request(messages: &[Value]) -> Option<(Vec<Turn>, String)> {
     let last = messages.iter().rposition(|m| m["role"] == "user")?;
-    let request = user_text(&messages[last]);
+    // The prompt is text: the new request's images are left out.
+    let request = content_text(&messages[last]["content"], false);
     if request.trim().is_empty() {
         return None;
     }
     Some((messages[..last].iter().filter_map(turn).collect(), request))
 }
 
-/// A user message's text, images left out (the prompt is text).
-fn user_text(message: &Value) -> String {
-    match &message["content"] {
-        Value::String(s) => s.clone(),
-        Value::Array(blocks) => blocks
-            .iter()
-            .filter(|b| b["type"] == "text")
-            .filter_map(|b| b["text"].as_str())
-            .collect::<Vec<_>>()
-            .join("\n"),
-        _ => String::new(),
-    }
-}
-
 /// One pi message as a turn; `None` for an empty one or another role.
 fn turn(message: &Value) -> Option<Turn> {
     match message["role"].as_str()? {
-        "user" => Some(Turn::User(content_text(&message["content"])))
+        "user" => Some(Turn::User(content_text(&message["content"], true)))
             .filter(|t| !matches!(t, Turn::User(s) if s.trim().is_empty())),
         "assistant" => {
             let blocks = message["content"].as_array();
-            let text = content_text(&message["content"]);
+            let text = content_text(&message["content"], true);
             let tool_calls: Vec<ToolCall> = blocks
                 .into_iter()
                 .flatten()
@@ -71,7 +58,7 @@ fn turn(message: &Value) -> Option<Turn> {
         "toolResult" => Some(Turn::ToolResult {
             call_id: message["toolCallId"].as_str().unwrap_or_default().to_owned(),
             tool: message["toolName"].as_str().unwrap_or_default().to_owned(),
-            text: content_text(&message["content"]),
+            text: content_text(&message["content"], true),
             is_error: message["isError"].as_bool().unwrap_or(false),
         }),
         _ => None,

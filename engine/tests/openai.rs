@@ -281,3 +281,79 @@ fn the_openai_sdk_runs_its_own_tool_for_cursor_inside_one_run() {
     assert_eq!(logged["mcp_json_servers"], serde_json::json!(["mine", "pi-tools"]), "{logged}");
     assert_eq!(std::fs::read_to_string(home.join(".cursor/mcp.json")).unwrap(), own, "the user's file is unchanged");
 }
+
+/// opencode (npm `opencode-ai`, installed by `scripts/install-opencode` into `.deps/opencode`),
+/// `TOOLSTREAM_REQUIRE_OPENCODE=1` makes its absence a failure.
+fn opencode() -> Option<PathBuf> {
+    let bin = Path::new(env!("CARGO_MANIFEST_DIR")).join("../.deps/opencode/node_modules/.bin/opencode");
+    if bin.exists() {
+        return Some(bin);
+    }
+    assert!(
+        std::env::var_os("TOOLSTREAM_REQUIRE_OPENCODE").is_none(),
+        "opencode is absent: run scripts/install-opencode"
+    );
+    eprintln!("note: opencode is not installed (scripts/install-opencode); the opencode round trip is skipped");
+    None
+}
+
+/// A real OpenAI-compatible client: opencode, with the server as a custom provider, runs its own
+/// `bash` tool for the stand-in cursor-agent (which calls `pi__bash` over MCP) and shows the
+/// answer quoting its output.
+#[cfg(unix)]
+#[test]
+fn opencode_runs_its_bash_tool_for_cursor() {
+    let Some(python) = python() else { return };
+    let Some(opencode) = opencode() else { return };
+    let dir = common::tempdir();
+    let standin = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/py/cursor_agent_bridge.py");
+    let agent = dir.join("cursor-agent-mcp");
+    std::fs::write(&agent, format!("#!/bin/sh\nexec '{}' '{}' \"$@\"\n", python.display(), standin.display())).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&agent, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let home = dir.join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let log = dir.join("agent-log.json");
+    let (mut server, url) = start_server(
+        &[],
+        &[
+            ("TOOLSTREAM_CURSOR_AGENT", agent.to_str().unwrap()),
+            ("HOME", home.to_str().unwrap()),
+            ("FAKE_LOG", log.to_str().unwrap()),
+            ("FAKE_TOOL", "bash"),
+            ("FAKE_ARGS", r#"{"command":"echo OPENCODE-RAN-$((6*7))","description":"print a marker"}"#),
+        ],
+    );
+    // opencode's own home, config and project, all in the test's directory.
+    let oc_home = dir.join("oc-home");
+    let project = dir.join("project");
+    std::fs::create_dir_all(&project).unwrap();
+    let config = serde_json::json!({
+        "$schema": "https://opencode.ai/config.json",
+        "provider": {"toolstream": {"npm": "@ai-sdk/openai-compatible", "name": "toolstream",
+            "options": {"baseURL": url, "apiKey": "unused"}, "models": {"auto": {"name": "auto"}}}},
+        "model": "toolstream/auto",
+        "permission": {"bash": "allow"},
+        "autoupdate": false,
+        "share": "disabled"
+    });
+    std::fs::write(project.join("opencode.json"), config.to_string()).unwrap();
+    let mut cmd = Command::new(&opencode);
+    cmd.current_dir(&project)
+        .args(["run", "print the marker with bash"])
+        .env("HOME", &oc_home)
+        .env("XDG_CONFIG_HOME", oc_home.join(".config"))
+        .env("XDG_DATA_HOME", oc_home.join(".local/share"))
+        .env("XDG_CACHE_HOME", oc_home.join(".cache"))
+        .env("XDG_STATE_HOME", oc_home.join(".local/state"))
+        .env("OPENCODE_DISABLE_AUTOUPDATE", "1");
+    let done = common::run_with_timeout(&mut cmd, None, Duration::from_secs(180)).unwrap();
+    let _ = server.kill();
+    let _ = server.wait();
+    assert_eq!(done.code, Some(0), "opencode failed:\n{}\n{}", done.stdout, done.stderr);
+    // opencode ran the command (the shell computed the marker), and Cursor got its output.
+    let logged: Value = serde_json::from_str(&std::fs::read_to_string(&log).unwrap()).unwrap();
+    assert!(logged["result_text"].as_str().unwrap().contains("OPENCODE-RAN-42"), "{logged}");
+    assert!(logged["listed"].as_array().unwrap().iter().any(|n| n == "pi__bash"), "{logged}");
+    assert!(done.stdout.contains("The tool said: OPENCODE-RAN-42"), "{}", done.stdout);
+}

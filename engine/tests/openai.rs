@@ -106,12 +106,15 @@ fn cursors_own_tools_are_reasoning_lines_never_tool_calls() {
 
 fn python() -> Option<PathBuf> {
     let python = Path::new(env!("CARGO_MANIFEST_DIR")).join("../.venv/bin/python");
-    let probe = Command::new(&python).args(["-c", "import openai"]).output();
+    let probe = Command::new(&python).args(["-c", "import openai, mcp"]).output();
     if probe.is_ok_and(|o| o.status.success()) {
         return Some(python);
     }
-    assert!(std::env::var_os("TOOLSTREAM_REQUIRE_PY").is_none(), "the openai SDK is absent: run scripts/install-py");
-    eprintln!("note: the openai Python SDK is not installed (scripts/install-py); the SDK check is skipped");
+    assert!(
+        std::env::var_os("TOOLSTREAM_REQUIRE_PY").is_none(),
+        "the openai/mcp SDKs are absent: run scripts/install-py"
+    );
+    eprintln!("note: the openai or mcp Python SDK is not installed (scripts/install-py); the SDK check is skipped");
     None
 }
 
@@ -211,4 +214,147 @@ fn the_openai_sdk_gets_a_cursor_turn_with_the_history_in_its_prompt() {
     assert!(args.contains("It rounds totals (HISTORY-MARKER-7)."), "{args}");
     assert!(args.contains(&format!("{}\nFix the rounding bug.", toolstream::conversation::REQUEST_HEADER)), "{args}");
     assert!(args.starts_with("-p\n--output-format\nstream-json\n"), "{args}");
+}
+
+/// Client tools through the bridge: the stand-in cursor-agent of the pi bridge test
+/// (`tests/py/cursor_agent_bridge.py`, which reads `$HOME/.cursor/mcp.json` and calls
+/// `pi__<$FAKE_TOOL>` with the official MCP SDK as Cursor would) calls the client's tool; the
+/// `openai` SDK sees the call, sends its result, and gets the answer quoting it — from the same
+/// Cursor run, streamed and not; a result whose run is gone starts a fresh run.
+#[cfg(unix)]
+#[test]
+fn the_openai_sdk_runs_its_own_tool_for_cursor_inside_one_run() {
+    let Some(python) = python() else { return };
+    let dir = common::tempdir();
+    let standin = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/py/cursor_agent_bridge.py");
+    let runs = dir.join("runs.txt");
+    let agent = dir.join("cursor-agent-mcp");
+    std::fs::write(
+        &agent,
+        format!(
+            "#!/bin/sh\necho run >> '{}'\nexec '{}' '{}' \"$@\"\n",
+            runs.display(),
+            python.display(),
+            standin.display()
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&agent, std::fs::Permissions::from_mode(0o755)).unwrap();
+    // The user's home, whose MCP configuration must stay as it is.
+    let home = dir.join("home");
+    std::fs::create_dir_all(home.join(".cursor")).unwrap();
+    let own = r#"{"mcpServers":{"mine":{"command":"my-server"}}}"#;
+    std::fs::write(home.join(".cursor/mcp.json"), own).unwrap();
+    let log = dir.join("agent-log.json");
+    let (mut server, url) = start_server(
+        &[],
+        &[
+            ("TOOLSTREAM_CURSOR_AGENT", agent.to_str().unwrap()),
+            ("HOME", home.to_str().unwrap()),
+            ("FAKE_LOG", log.to_str().unwrap()),
+            ("FAKE_TOOL", "sem_reindex"),
+            ("FAKE_ARGS", r#"{"path":"src"}"#),
+        ],
+    );
+    let seen = run_client(&python, &["tools", &url, runs.to_str().unwrap()]);
+    let _ = server.kill();
+    let _ = server.wait();
+    for flow in ["streamed", "non_streamed"] {
+        let f = &seen[flow];
+        assert_eq!(f["calls"], serde_json::json!([{"name": "sem_reindex", "args": {"path": "src"}}]), "{seen}");
+        assert!(f["ids"][0].as_str().unwrap().starts_with("cursor-pi-bridge-run-"), "{seen}");
+        assert_eq!(f["rounds"], 2, "{seen}");
+        assert!(f["final"].as_str().unwrap().contains("The tool said: reindexed src: 42 files"), "{seen}");
+    }
+    // One Cursor run per conversation, across both of its HTTP requests.
+    assert_eq!(seen["streamed"]["runs"], 1, "{seen}");
+    assert_eq!(seen["non_streamed"]["runs"], 2, "{seen}");
+    // The late result: a fresh run, with the earlier result in its prompt.
+    assert_eq!(seen["fallback"]["runs"], 3, "{seen}");
+    assert_eq!(seen["fallback"]["rounds"], 2, "{seen}");
+    let logged: Value = serde_json::from_str(&std::fs::read_to_string(&log).unwrap()).unwrap();
+    let argv = logged["argv"].as_array().unwrap();
+    assert!(argv.last().unwrap().as_str().unwrap().contains("LATE-RESULT"), "{logged}");
+    assert!(argv.iter().any(|a| a == "--approve-mcps"), "{logged}");
+    assert_eq!(logged["listed"], serde_json::json!(["pi__sem_reindex", "pi__bash"]), "every client tool is exposed");
+    assert_eq!(logged["mcp_json_servers"], serde_json::json!(["mine", "pi-tools"]), "{logged}");
+    assert_eq!(std::fs::read_to_string(home.join(".cursor/mcp.json")).unwrap(), own, "the user's file is unchanged");
+}
+
+/// opencode (npm `opencode-ai`, installed by `scripts/install-opencode` into `.deps/opencode`),
+/// `TOOLSTREAM_REQUIRE_OPENCODE=1` makes its absence a failure.
+fn opencode() -> Option<PathBuf> {
+    let bin = Path::new(env!("CARGO_MANIFEST_DIR")).join("../.deps/opencode/node_modules/.bin/opencode");
+    if bin.exists() {
+        return Some(bin);
+    }
+    assert!(
+        std::env::var_os("TOOLSTREAM_REQUIRE_OPENCODE").is_none(),
+        "opencode is absent: run scripts/install-opencode"
+    );
+    eprintln!("note: opencode is not installed (scripts/install-opencode); the opencode round trip is skipped");
+    None
+}
+
+/// A real OpenAI-compatible client: opencode, with the server as a custom provider, runs its own
+/// `bash` tool for the stand-in cursor-agent (which calls `pi__bash` over MCP) and shows the
+/// answer quoting its output.
+#[cfg(unix)]
+#[test]
+#[ignore = "opencode completed this round trip by hand (same config, same stand-in), but under the test harness it does not use the project's opencode.json provider yet (it answers with its default model, or `UnknownError` with --model); run with --ignored to work on it"]
+fn opencode_runs_its_bash_tool_for_cursor() {
+    let Some(python) = python() else { return };
+    let Some(opencode) = opencode() else { return };
+    let dir = common::tempdir();
+    let standin = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/py/cursor_agent_bridge.py");
+    let agent = dir.join("cursor-agent-mcp");
+    std::fs::write(&agent, format!("#!/bin/sh\nexec '{}' '{}' \"$@\"\n", python.display(), standin.display())).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&agent, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let home = dir.join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let log = dir.join("agent-log.json");
+    let (mut server, url) = start_server(
+        &[],
+        &[
+            ("TOOLSTREAM_CURSOR_AGENT", agent.to_str().unwrap()),
+            ("HOME", home.to_str().unwrap()),
+            ("FAKE_LOG", log.to_str().unwrap()),
+            ("FAKE_TOOL", "bash"),
+            ("FAKE_ARGS", r#"{"command":"echo OPENCODE-RAN-$((6*7))","description":"print a marker"}"#),
+        ],
+    );
+    // opencode's own home, config and project, all in the test's directory.
+    let oc_home = dir.join("oc-home");
+    let project = dir.join("project");
+    std::fs::create_dir_all(&project).unwrap();
+    let config = serde_json::json!({
+        "$schema": "https://opencode.ai/config.json",
+        "provider": {"toolstream": {"npm": "@ai-sdk/openai-compatible", "name": "toolstream",
+            "options": {"baseURL": url, "apiKey": "unused"}, "models": {"auto": {"name": "auto"}}}},
+        "model": "toolstream/auto",
+        "permission": {"bash": "allow"},
+        "autoupdate": false,
+        "share": "disabled"
+    });
+    std::fs::write(project.join("opencode.json"), config.to_string()).unwrap();
+    let mut cmd = Command::new(&opencode);
+    cmd.current_dir(&project)
+        .args(["run", "--model", "toolstream/auto", "print the marker with bash"])
+        .env("HOME", &oc_home)
+        .env("XDG_CONFIG_HOME", oc_home.join(".config"))
+        .env("XDG_DATA_HOME", oc_home.join(".local/share"))
+        .env("XDG_CACHE_HOME", oc_home.join(".cache"))
+        .env("XDG_STATE_HOME", oc_home.join(".local/state"))
+        .env("OPENCODE_DISABLE_AUTOUPDATE", "1");
+    let done = common::run_with_timeout(&mut cmd, None, Duration::from_secs(180)).unwrap();
+    let _ = server.kill();
+    let _ = server.wait();
+    assert_eq!(done.code, Some(0), "opencode failed:\n{}\n{}", done.stdout, done.stderr);
+    // opencode ran the command (the shell computed the marker), and Cursor got its output.
+    let logged: Value = serde_json::from_str(&std::fs::read_to_string(&log).unwrap()).unwrap();
+    assert!(logged["result_text"].as_str().unwrap().contains("OPENCODE-RAN-42"), "{logged}");
+    assert!(logged["listed"].as_array().unwrap().iter().any(|n| n == "pi__bash"), "{logged}");
+    assert!(done.stdout.contains("The tool said: OPENCODE-RAN-42"), "{}", done.stdout);
 }

@@ -59,6 +59,16 @@ pub struct OpenaiArgs {
     /// Deadline of one request, in seconds, from its arrival to its last byte.
     #[arg(long, value_name = "SECONDS", default_value_t = 600)]
     pub request_timeout: u64,
+    /// How long a run that called one of the client's tools waits for the result (the client's
+    /// next request with the `role:"tool"` message), in seconds; then it is stopped, and a later
+    /// result starts a fresh run with the whole conversation.
+    #[arg(long, value_name = "SECONDS", default_value_t = 600)]
+    pub tool_result_timeout: u64,
+    /// Do not expose client tools named like pi's built-ins (read, bash, write, edit, grep, find,
+    /// ls) to Cursor, which has its own (the rule pi's bridge follows). By default every client
+    /// tool is exposed: an OpenAI client's tools are its own.
+    #[arg(long)]
+    pub hide_builtin_tool_names: bool,
     /// Largest request body, in bytes (suffixes K, M, G).
     #[arg(long, value_name = "SIZE", default_value_t = super::ByteSize(8 << 20))]
     pub max_body: super::ByteSize,
@@ -82,6 +92,7 @@ fn openai(args: OpenaiArgs) -> anyhow::Result<i32> {
             agent_bin: agent_bin(args.cursor_agent.as_deref()),
             workspace: args.workspace.clone(),
             budget: Budget::default(),
+            hide_builtin_names: args.hide_builtin_tool_names,
         })),
     };
     let api_key = args.api_key.clone().or_else(|| std::env::var(API_KEY_ENV).ok()).filter(|k| !k.is_empty());
@@ -92,6 +103,7 @@ fn openai(args: OpenaiArgs) -> anyhow::Result<i32> {
         max_runs: args.max_runs,
         request_timeout: Duration::from_secs(args.request_timeout.max(1)),
         body_limit: usize::try_from(args.max_body.0).unwrap_or(usize::MAX),
+        tool_result_timeout: Duration::from_secs(args.tool_result_timeout.max(1)),
     })?;
     Ok(0)
 }

@@ -2,19 +2,24 @@
 //! §9.5, seed 002), axum on a tokio runtime the engine owns. `POST /v1/chat/completions`
 //! (streamed `chat.completion.chunk` SSE or one `chat.completion`) and `GET /v1/models`.
 //!
-//! A request is served either from a recording (`--replay`, [`replay`]) or by a fresh Cursor turn
-//! through cursor-agent with the conversation flattened into the prompt ([`live`]). Every request
-//! is bounded: the body size, a deadline per request, and the number of runs at once (more are
-//! refused with 429). Bad requests get OpenAI-shaped errors ([`error`]) and touch nothing else.
+//! A request is served either from a recording (`--replay`, [`replay`]) or by a Cursor run
+//! through cursor-agent with the conversation flattened into the prompt ([`live`]). A live run
+//! that called one of the request's `tools` (through the tool bridge) ends the response with that
+//! call and waits in [`pending`], keyed by tool_call_id; the client's next request answering it
+//! continues the same run, and one answering a call whose run is gone starts a fresh run. Every
+//! request is bounded: the body size, a deadline per request, and the number of runs at once (more
+//! are refused with 429; a waiting run keeps its slot until it ends or its wait expires). Bad
+//! requests get OpenAI-shaped errors ([`error`]) and touch nothing else.
 
 pub mod error;
 pub mod live;
+pub mod pending;
 pub mod replay;
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
-use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use axum::body::{Body, Bytes};
 use axum::extract::{DefaultBodyLimit, State};
@@ -30,6 +35,7 @@ use toolstream_sinks::openai::{assemble, Naming, SseEvent};
 use crate::conversation::openai::split_request;
 use error::ApiError;
 use live::{LiveOptions, LiveRun};
+use pending::Pending;
 use replay::Recording;
 
 /// The address served unless `--addr` says otherwise (seed 002's port, loopback only).
@@ -55,7 +61,13 @@ pub struct ServerOptions {
     pub request_timeout: Duration,
     /// Largest request body, in bytes.
     pub body_limit: usize,
+    /// How long a live run waits for the client's result of a tool call it made; then it is
+    /// stopped (and the client's late result starts a fresh run).
+    pub tool_result_timeout: Duration,
 }
+
+/// The runs waiting on client tool calls.
+type Waiting = Arc<Mutex<Pending<Arc<LiveRun>>>>;
 
 struct AppState {
     api_key: Option<String>,
@@ -65,6 +77,7 @@ struct AppState {
     request_timeout: Duration,
     /// Model ids served (`GET /v1/models`), normalized for lookup.
     models: Vec<String>,
+    pending: Waiting,
 }
 
 /// The model ids served: the known Cursor models (`schemas/models.json`) and `auto`.
@@ -83,7 +96,12 @@ pub fn router(opts: ServerOptions) -> Router {
         mode: opts.mode,
         request_timeout: opts.request_timeout,
         models: model_ids(),
+        // Each waiting run holds one of the slots; a run may wait on a few calls at once.
+        pending: Arc::new(Mutex::new(Pending::new(opts.max_runs.max(1) * 8, opts.tool_result_timeout))),
     });
+    if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+        runtime.spawn(sweep(state.pending.clone()));
+    }
     Router::new()
         .route("/v1/chat/completions", post(chat))
         .route("/v1/models", get(models))
@@ -105,6 +123,36 @@ pub fn serve(opts: ServerOptions) -> anyhow::Result<()> {
         axum::serve(listener, router(opts)).await?;
         Ok(())
     })
+}
+
+/// Stop the runs that waited too long for a tool result, every second, for as long as the server
+/// lives (requests do it too).
+async fn sweep(pending: Waiting) {
+    let mut tick = tokio::time::interval(Duration::from_secs(1));
+    loop {
+        tick.tick().await;
+        stop_expired(&pending);
+    }
+}
+
+fn stop_expired(pending: &Waiting) {
+    let expired = pending.lock().unwrap_or_else(PoisonError::into_inner).expire(Instant::now());
+    for run in expired {
+        tracing::info!("a run waited too long for the client's tool result: stopped");
+        run.stop();
+    }
+}
+
+/// The live run waiting on the calls this request answers, if any.
+fn waiting_run(pending: &Waiting, answered: &[(String, String)]) -> Option<Arc<LiveRun>> {
+    let mut pending = pending.lock().unwrap_or_else(PoisonError::into_inner);
+    let mut found = None;
+    for (id, _) in answered {
+        if let Some(run) = pending.take(id) {
+            found.get_or_insert(run);
+        }
+    }
+    found
 }
 
 fn check_key(state: &AppState, headers: &HeaderMap) -> Result<(), ApiError> {
@@ -159,12 +207,14 @@ async fn respond(state: &Arc<AppState>, headers: &HeaderMap, body: &[u8]) -> Res
         return Err(ApiError::model_not_found(&model));
     }
     let answered = answered_calls(&req.messages)?;
-    let permit = state.runs.clone().try_acquire_owned().map_err(|_| ApiError::busy(state.max_runs))?;
     let deadline = tokio::time::Instant::now() + state.request_timeout;
     let naming = Naming { id: Some(completion_id()), created: Some(now_secs()), model: Some(model.clone()) };
     let (tx, rx) = mpsc::channel::<SseEvent>(256);
-    let run = match &state.mode {
+    let acquire = || state.runs.clone().try_acquire_owned().map_err(|_| ApiError::busy(state.max_runs));
+    let mut guard = RunGuard { run: None, finished: false, pending: state.pending.clone(), _permit: None };
+    match &state.mode {
         Mode::Replay(rec) => {
+            guard._permit = Some(acquire()?);
             let events = rec.next(&answered).map_err(|m| ApiError::bad_request(m, "invalid_tool_call_id"))?;
             let (events, tx) = (renamed(events, &naming), tx.clone());
             tokio::spawn(async move {
@@ -174,23 +224,34 @@ async fn respond(state: &Arc<AppState>, headers: &HeaderMap, body: &[u8]) -> Res
                     }
                 }
             });
-            None
         }
         Mode::Live(opts) => {
-            if !req.tools.is_empty() {
-                tracing::debug!(tools = req.tools.len(), "client tools are not offered to Cursor yet (no bridge)");
+            stop_expired(&state.pending);
+            if let Some(run) = waiting_run(&state.pending, &answered) {
+                // The client answered a call a live run is waiting on: that run goes on here.
+                tracing::debug!(results = answered.len(), "continuing the run that waits on these calls");
+                run.resume(answered, live::Response { tx: tx.clone(), naming });
+                guard.run = Some(run);
+            } else {
+                // A fresh run with the whole conversation: the first request, or the run that
+                // made these calls is gone (deadline, restart): seed 002's flow.
+                let permit = acquire()?;
+                let (history, request) = split_request(&req.messages).ok_or_else(|| {
+                    ApiError::bad_request("the conversation holds no user message with text", "invalid_messages")
+                })?;
+                let run_req = live::RunRequest {
+                    model: (model != AUTO_MODEL).then(|| model.clone()),
+                    history: &history,
+                    request: &request,
+                    tools: &req.tools,
+                };
+                let response = live::Response { tx: tx.clone(), naming };
+                let run = live::start(opts, run_req, permit, response).map_err(ApiError::server)?;
+                guard.run = Some(Arc::new(run));
             }
-            let (history, request) = split_request(&req.messages).ok_or_else(|| {
-                ApiError::bad_request("the conversation holds no user message with text", "invalid_messages")
-            })?;
-            let cursor_model = (model != AUTO_MODEL).then(|| model.clone());
-            let run = live::start(opts, cursor_model, naming.clone(), &history, &request, tx.clone())
-                .map_err(ApiError::server)?;
-            Some(run)
         }
-    };
+    }
     drop(tx);
-    let guard = RunGuard { run, finished: false, _permit: permit };
     if req.stream {
         Ok(stream_response(rx, guard, deadline))
     } else {
@@ -224,11 +285,29 @@ fn answered_calls(messages: &[ChatMessage]) -> Result<Vec<(String, String)>, Api
 }
 
 /// A run in progress: stopped when its response is dropped before its end (client gone,
-/// deadline). Holds its slot among the runs at once.
+/// deadline); registered as waiting when its response ends with client tool calls. A replayed
+/// response holds its slot among the runs at once here (a live run holds its own).
 struct RunGuard {
-    run: Option<LiveRun>,
+    run: Option<Arc<LiveRun>>,
     finished: bool,
-    _permit: OwnedSemaphorePermit,
+    pending: Waiting,
+    _permit: Option<OwnedSemaphorePermit>,
+}
+
+impl RunGuard {
+    /// The response's `Done`: a live run that ended it with tool calls waits for their results
+    /// (registered before the client can see `[DONE]` and answer).
+    fn done(&mut self, tool_call_ids: &[String]) {
+        self.finished = true;
+        if let (Some(run), false) = (&self.run, tool_call_ids.is_empty()) {
+            let out =
+                self.pending.lock().unwrap_or_else(PoisonError::into_inner).insert(tool_call_ids, run, Instant::now());
+            for run in out {
+                tracing::warn!("too many runs wait for tool results: the oldest is stopped");
+                run.stop();
+            }
+        }
+    }
 }
 
 impl Drop for RunGuard {
@@ -263,7 +342,9 @@ fn stream_response(rx: mpsc::Receiver<SseEvent>, guard: RunGuard, deadline: toki
         match tokio::time::timeout_at(deadline, rx.recv()).await {
             Ok(Some(e)) => {
                 let done = matches!(e, SseEvent::Done { .. });
-                guard.finished |= done;
+                if let SseEvent::Done { tool_call_ids } = &e {
+                    guard.done(tool_call_ids);
+                }
                 Some((Ok(e.to_sse()), (rx, guard, None, done)))
             }
             Ok(None) => None,
@@ -290,12 +371,12 @@ async fn collect_response(
     loop {
         match tokio::time::timeout_at(deadline, rx.recv()).await {
             Ok(Some(e)) => {
-                let done = matches!(e, SseEvent::Done { .. });
-                events.push(e);
-                if done {
-                    guard.finished = true;
+                if let SseEvent::Done { tool_call_ids } = &e {
+                    guard.done(tool_call_ids);
+                    events.push(e);
                     break;
                 }
+                events.push(e);
             }
             Ok(None) => break,
             Err(_) => {
@@ -312,23 +393,24 @@ async fn collect_response(
 
 /// Recorded events under this request's id, time and model.
 fn renamed(events: &[SseEvent], naming: &Naming) -> Vec<SseEvent> {
-    events
-        .iter()
-        .map(|e| match e {
-            SseEvent::Chunk(c) => {
-                let mut c = c.clone();
-                if let Some(id) = &naming.id {
-                    c.id.clone_from(id);
-                }
-                c.created = naming.created.unwrap_or(c.created);
-                if let Some(m) = &naming.model {
-                    c.model.clone_from(m);
-                }
-                SseEvent::Chunk(c)
+    events.iter().map(|e| rename(e.clone(), naming)).collect()
+}
+
+/// An event under this response's id, time and model.
+fn rename(e: SseEvent, naming: &Naming) -> SseEvent {
+    match e {
+        SseEvent::Chunk(mut c) => {
+            if let Some(id) = &naming.id {
+                c.id.clone_from(id);
             }
-            other => other.clone(),
-        })
-        .collect()
+            c.created = naming.created.unwrap_or(c.created);
+            if let Some(m) = &naming.model {
+                c.model.clone_from(m);
+            }
+            SseEvent::Chunk(c)
+        }
+        other => other,
+    }
 }
 
 fn now_secs() -> u64 {

@@ -53,8 +53,17 @@ impl ProviderBridge {
         tools: &[Value],
         on_call: impl Fn(BridgeCall) + Send + 'static,
     ) -> Result<Option<ProviderBridge>, String> {
+        ProviderBridge::start_with(tools, BridgeSettings::from_env(), on_call)
+    }
+
+    /// [`ProviderBridge::start`] under explicit `settings` (`serve openai` chooses its own
+    /// exposure: the tools are the client's).
+    pub fn start_with(
+        tools: &[Value],
+        settings: BridgeSettings,
+        on_call: impl Fn(BridgeCall) + Send + 'static,
+    ) -> Result<Option<ProviderBridge>, String> {
         let defs: Vec<PiToolDef> = tools.iter().filter_map(|t| serde_json::from_value(t.clone()).ok()).collect();
-        let settings = BridgeSettings::from_env();
         if !settings.exposure.bridge_enabled || defs.is_empty() {
             return Ok(None);
         }

@@ -59,7 +59,7 @@ impl BridgeFeed {
 }
 
 /// Whether `card` is Cursor's record of a call it made through the pi tool bridge.
-fn is_bridged_card(card: &Card) -> bool {
+pub fn is_bridged_card(card: &Card) -> bool {
     card.source_tool.kind() == Some(ToolKind::Mcp)
         && card.args.get("toolName").and_then(|v| v.as_str()).is_some_and(|n| n.starts_with(MCP_PREFIX))
 }

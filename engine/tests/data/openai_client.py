@@ -3,6 +3,8 @@
     openai_client.py replay BASE_URL KEY   a recorded exec run: streamed tool loop, non-streamed,
                                            and the bad requests
     openai_client.py live BASE_URL         one plain completion with earlier turns
+    openai_client.py tools BASE_URL RUNS   client tools through the bridge: a stand-in cursor-agent
+                                           calls them (RUNS: the file it appends a line to per run)
 
 Prints one JSON object with what it saw; any failed check raises (non-zero exit).
 """
@@ -121,6 +123,83 @@ def bad_requests(client, base, key):
     return out
 
 
+# The client's own tools for the bridge flow; `bash` is named like a pi built-in.
+CLIENT_TOOLS = [
+    {"type": "function", "function": {"name": "sem_reindex", "description": "Rebuild the semantic index of a folder",
+                                      "parameters": {"type": "object", "properties": {"path": {"type": "string"}},
+                                                     "required": ["path"]}}},
+    {"type": "function", "function": {"name": "bash", "description": "Run a shell command",
+                                      "parameters": {"type": "object", "properties": {"command": {"type": "string"}}}}},
+]
+
+
+def client_tool_loop(client, messages, stream):
+    """Requests until `stop`, answering each tool call as the client would; what was seen."""
+    calls, ids, rounds, final = [], [], 0, None
+    while final is None:
+        rounds += 1
+        assert rounds <= 5, "too many rounds"
+        if stream:
+            content, tool_calls, finish = "", {}, None
+            for chunk in client.chat.completions.create(model="auto", messages=messages, tools=CLIENT_TOOLS,
+                                                        stream=True):
+                choice = chunk.choices[0]
+                content += choice.delta.content or ""
+                for tc in choice.delta.tool_calls or []:
+                    entry = tool_calls.setdefault(tc.index, {"id": tc.id, "name": "", "arguments": ""})
+                    entry["name"] += tc.function.name or ""
+                    entry["arguments"] += tc.function.arguments or ""
+                finish = choice.finish_reason or finish
+            tool_calls = list(tool_calls.values())
+        else:
+            done = client.chat.completions.create(model="auto", messages=messages, tools=CLIENT_TOOLS)
+            choice = done.choices[0]
+            content, finish = choice.message.content or "", choice.finish_reason
+            tool_calls = [{"id": c.id, "name": c.function.name, "arguments": c.function.arguments}
+                          for c in choice.message.tool_calls or []]
+        if finish == "stop":
+            assert not tool_calls, tool_calls
+            final = content
+            break
+        assert finish == "tool_calls" and len(tool_calls) == 1, (finish, tool_calls)
+        call = tool_calls[0]
+        args = json.loads(call["arguments"])
+        calls.append({"name": call["name"], "args": args})
+        ids.append(call["id"])
+        messages = messages + [
+            {"role": "assistant", "content": content or None, "tool_calls": [
+                {"id": call["id"], "type": "function", "function": {"name": call["name"], "arguments": call["arguments"]}}]},
+            {"role": "tool", "tool_call_id": call["id"], "content": f"reindexed {args.get('path')}: 42 files"},
+        ]
+    return {"calls": calls, "ids": ids, "rounds": rounds, "final": final}
+
+
+def client_tools(base, runs_file):
+    def runs():
+        try:
+            with open(runs_file) as f:
+                return len(f.read().splitlines())
+        except OSError:
+            return 0
+
+    client = OpenAI(base_url=base, api_key="unused", max_retries=0, timeout=60)
+    ask = [{"role": "user", "content": "reindex src with the project's tool"}]
+    result = {"streamed": client_tool_loop(client, ask, True)}
+    result["streamed"]["runs"] = runs()
+    result["non_streamed"] = client_tool_loop(client, ask, False)
+    result["non_streamed"]["runs"] = runs()
+    # A result for a call whose run is gone (a restart): a fresh run with the whole conversation.
+    late = ask + [
+        {"role": "assistant", "content": None, "tool_calls": [{"id": "call_before_restart", "type": "function",
+                                                               "function": {"name": "sem_reindex",
+                                                                            "arguments": "{\"path\": \"docs\"}"}}]},
+        {"role": "tool", "tool_call_id": "call_before_restart", "content": "reindexed docs: 7 files (LATE-RESULT)"},
+    ]
+    result["fallback"] = client_tool_loop(client, late, False)
+    result["fallback"]["runs"] = runs()
+    return result
+
+
 def main():
     mode, base = sys.argv[1], sys.argv[2]
     if mode == "replay":
@@ -131,6 +210,8 @@ def main():
         # The bad requests left the server as it was.
         result["streamed"] = streamed_tool_loop(client)
         result["non_streamed"] = non_streamed(client)
+    elif mode == "tools":
+        result = client_tools(base, sys.argv[3])
     else:
         client = OpenAI(base_url=base, api_key="unused", max_retries=0, timeout=60)
         done = client.chat.completions.create(model="auto", messages=[

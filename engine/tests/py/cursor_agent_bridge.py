@@ -3,7 +3,8 @@ Cursor would (engine/tests/pi_daily.rs; nothing here can run the real one). Run 
 `cursor-agent -p … --approve-mcps <prompt>` by `toolstream pi-provider`:
 
 - logs its arguments and `$HOME/.cursor/mcp.json` (the run's MCP configuration) to `$FAKE_LOG`;
-- prints a stream-json run: init, the user's prompt, some text;
+- prints a stream-json run: init, the user's prompt, some text (and ends there when the run has
+  no bridge);
 - with the official MCP Python SDK, calls `pi__<$FAKE_TOOL>` with `$FAKE_ARGS` on the server
   `pi-tools` of that configuration (the bridge) and waits for pi's result;
 - prints the `mcpToolCall` Cursor would report for it, a final text quoting the result, and the
@@ -56,6 +57,11 @@ def main():
     emit({"type": "assistant", "message": {"role": "assistant", "content": [{"type": "text", "text": "Let me use the project's own tool."}]}, "session_id": SESSION, "timestamp_ms": 1791237648224})
 
     url = (config.get("mcpServers") or {}).get("pi-tools", {}).get("url")
+    if url is None:
+        # No bridge for this run (a request without tools, e.g. a client's title request): Cursor
+        # just answers.
+        emit({"type": "result", "subtype": "success", "is_error": False, "result": "Let me use the project's own tool.", "session_id": SESSION})
+        return
     call_id = "call-bridge-1"
     mcp_args = {"name": "pi-tools-" + tool, "args": args, "toolCallId": call_id, "providerIdentifier": "pi-tools", "toolName": tool}
     emit({"type": "tool_call", "subtype": "started", "call_id": call_id, "tool_call": {"mcpToolCall": {"args": mcp_args}}, "session_id": SESSION, "timestamp_ms": 1791237648300})

@@ -119,6 +119,19 @@ impl SseEncoder {
     }
 }
 
+impl SseEncoder {
+    /// A client tool call made beside the run's stream (the tool bridge: Cursor called one of
+    /// the client's own tools over MCP and waits for its result): the current response ends with
+    /// it (`finish_reason:"tool_calls"`, `Done`), whatever the run is doing; what the run does next
+    /// opens the next response.
+    pub fn client_call(&mut self, run: &Arc<RunId>, call: OpenAiToolCall, out: &mut Vec<SseEvent>) {
+        let naming = &self.naming;
+        let st = self.runs.entry(run.clone()).or_default();
+        st.calls.push(call);
+        Writer { naming, run, st, out }.end_with_calls();
+    }
+}
+
 /// The client tool call a card stands for (an exec call), if any.
 fn client_call(card: &Card) -> Option<OpenAiToolCall> {
     card.details.get(OPENAI_TOOL_CALL_FIELD).and_then(OpenAiToolCall::from_json)
@@ -280,4 +293,50 @@ pub fn assemble(events: &[SseEvent]) -> Result<ChatCompletion, ErrorBody> {
         }],
         usage,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use serde_json::json;
+
+    fn ev(run: &Arc<RunId>, kind: Output) -> OutputEvent {
+        OutputEvent { run: run.clone(), at_ms: 1_000, kind }
+    }
+
+    #[test]
+    fn a_bridged_call_ends_the_response_and_the_run_goes_on_in_the_next() {
+        let run = Arc::new(RunId { session: "s".into(), seq: 1 });
+        let mut enc = SseEncoder::new(Naming::default());
+        let mut out = Vec::new();
+        enc.push(&ev(&run, Output::MessageStarted { turn: 1 }), &mut out);
+        enc.push(&ev(&run, Output::Text { turn: 1, delta: "Let me look.".into() }), &mut out);
+        let call = OpenAiToolCall {
+            id: "cursor-pi-bridge-run-x-tool-1".into(),
+            name: "bash".into(),
+            arguments: json!({"command": "ls"}),
+        };
+        enc.client_call(&run, call, &mut out);
+        let first = assemble(&out).unwrap();
+        assert_eq!(first.choices[0].finish_reason, FinishReason::ToolCalls);
+        assert_eq!(first.choices[0].message.tool_calls[0].function.name, "bash");
+        assert_eq!(first.choices[0].message.tool_calls[0].function.arguments, r#"{"command":"ls"}"#);
+        assert_eq!(out.last(), Some(&SseEvent::Done { tool_call_ids: vec!["cursor-pi-bridge-run-x-tool-1".into()] }));
+        // The continuation: a new response, with its own role chunk, ending with `stop`.
+        out.clear();
+        enc.push(&ev(&run, Output::Text { turn: 1, delta: "Two files.".into() }), &mut out);
+        enc.push(
+            &ev(
+                &run,
+                Output::MessageEnded { turn: 1, stop_reason: StopReason::Stop, usage: Usage::default(), error: None },
+            ),
+            &mut out,
+        );
+        let second = assemble(&out).unwrap();
+        assert_eq!(second.choices[0].message.content.as_deref(), Some("Two files."));
+        assert_eq!(second.choices[0].finish_reason, FinishReason::Stop);
+        assert!(second.id.ends_with("-2"), "{}", second.id);
+        assert_eq!(out.last(), Some(&SseEvent::Done { tool_call_ids: vec![] }));
+    }
 }

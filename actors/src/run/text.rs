@@ -111,7 +111,7 @@ impl Streamed {
 pub struct RunText {
     streamed: Streamed,
     /// The UTF-8 of the last non-whitespace characters: at least [`TAIL_BYTES`] of them when there
-    /// are, at most twice that.
+    /// are, at most twice that (and so is its allocation).
     tail: String,
     /// Rolling hash of all non-whitespace characters (their UTF-8).
     rolling: Rolling,
@@ -120,7 +120,7 @@ pub struct RunText {
 }
 
 /// Bytes of non-whitespace characters kept from the end of the run's text.
-pub const TAIL_BYTES: usize = 8192;
+pub const TAIL_BYTES: usize = 4096;
 /// Piece starts remembered.
 pub const MARKS: usize = 64;
 
@@ -129,14 +129,20 @@ impl RunText {
         let non_ws = non_ws_of(text);
         self.streamed.push_with(text, &non_ws);
         self.rolling.push(non_ws.as_bytes());
-        self.tail.push_str(&non_ws);
-        if self.tail.len() > 2 * TAIL_BYTES {
-            let mut cut = self.tail.len() - TAIL_BYTES;
-            while !self.tail.is_char_boundary(cut) {
-                cut += 1;
-            }
-            self.tail.drain(..cut);
+        // Trimmed before it grows past twice the tail, so its allocation stays that size too.
+        if self.tail.len() + non_ws.len() > 2 * TAIL_BYTES {
+            let keep = TAIL_BYTES.saturating_sub(non_ws.len());
+            self.tail.drain(..char_boundary(&self.tail, self.tail.len() - keep, false));
         }
+        let from = char_boundary(&non_ws, non_ws.len().saturating_sub(2 * TAIL_BYTES - self.tail.len()), true);
+        let piece = &non_ws[from..];
+        let need = self.tail.len() + piece.len();
+        if need > self.tail.capacity() {
+            // Grown by doubling as usual, but never past the bound.
+            let target = (2 * self.tail.capacity()).clamp(need, 2 * TAIL_BYTES);
+            self.tail.reserve_exact(target - self.tail.len());
+        }
+        self.tail.push_str(piece);
     }
 
     /// A piece of text starts here.
@@ -250,6 +256,19 @@ impl SegmentDedupe {
     pub fn on_segment<'a>(&mut self, segment: &'a str) -> &'a str {
         std::mem::take(&mut self.since_boundary).new_part(segment)
     }
+}
+
+/// The character boundary of `s` nearest to byte `i` (`i <= s.len()`), at or after it when `up`,
+/// else at or before it.
+fn char_boundary(s: &str, mut i: usize, up: bool) -> usize {
+    while !s.is_char_boundary(i) {
+        if up {
+            i += 1;
+        } else {
+            i -= 1;
+        }
+    }
+    i
 }
 
 /// The non-whitespace characters of `text` ([`char::is_whitespace`]), in order.

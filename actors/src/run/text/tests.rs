@@ -179,3 +179,16 @@ proptest! {
         prop_assert_eq!(d.on_segment(&incoming), oracle::new_part(&emitted, &incoming));
     }
 }
+
+#[test]
+fn the_tail_keeps_the_last_characters_within_its_bounds() {
+    let mut t = RunText::default();
+    let mut all = String::new();
+    for piece in ["é".repeat(3000), "ab".into(), "🙂".repeat(2500), "x".repeat(TAIL_BYTES), "日".into()] {
+        t.push(&piece);
+        all.push_str(&piece);
+        assert!(t.tail.len() >= TAIL_BYTES.min(all.len()) && t.tail.len() <= 2 * TAIL_BYTES, "{}", t.tail.len());
+        assert!(t.tail.capacity() <= 2 * TAIL_BYTES, "{}", t.tail.capacity());
+        assert!(all.ends_with(&t.tail));
+    }
+}

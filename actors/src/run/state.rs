@@ -10,7 +10,7 @@ use toolstream_schemas::{
 };
 
 use super::calls::{CallTable, Completion};
-use super::text::{self, SegmentDedupe};
+use super::text::{RunText, SegmentDedupe};
 use super::CoordinatorConfig;
 use crate::item::{Item, RunOutput};
 use crate::present::bounds::{THINKING_MAX_CHARS, THINKING_TRUNCATED_MARKER};
@@ -81,8 +81,8 @@ pub(super) struct Run {
     /// Thinking chars of this message (bounded, SPEC §8).
     thinking_chars: usize,
     dedupe: SegmentDedupe,
-    /// All assistant text emitted in this run.
-    emitted_text: String,
+    /// Digest of all assistant text emitted in this run (bounded: the text went to the sinks).
+    emitted_text: RunText,
     calls: CallTable,
     cards: u32,
     totals: RunTotals,
@@ -105,7 +105,7 @@ impl Run {
             separate_next_text: false,
             thinking_chars: 0,
             dedupe: SegmentDedupe::default(),
-            emitted_text: String::new(),
+            emitted_text: RunText::default(),
             calls: CallTable::default(),
             cards: 0,
             totals: RunTotals::default(),
@@ -207,6 +207,8 @@ impl Run {
                 let new = self.dedupe.on_segment(&text);
                 if !new.is_empty() {
                     let new = new.to_owned();
+                    // A segment's new text is a piece of its own (a result may be just that piece).
+                    self.emitted_text.mark();
                     self.emit_text(out, new);
                 } else if !text.is_empty() {
                     let segment = match kind {
@@ -349,12 +351,16 @@ impl Run {
         if text.is_empty() {
             return;
         }
+        let new_piece = self.block != Block::Text || self.separate_next_text || !self.message_open;
         self.open_block(out, Block::Text);
         if std::mem::take(&mut self.separate_next_text) {
             text.insert_str(0, "\n\n");
         }
         self.msg_has_text = true;
-        self.emitted_text.push_str(&text);
+        if new_piece {
+            self.emitted_text.mark();
+        }
+        self.emitted_text.push(&text);
         let turn = self.turn;
         self.emit(out, Output::Text { turn, delta: text });
     }
@@ -461,8 +467,8 @@ impl Run {
         // The final text (SPEC §5.4), emitted after the cards: only what was not streamed already.
         // A failed run's result text is its error message, not assistant text.
         let result = end.result_text.as_deref().filter(|r| !r.trim().is_empty() && end.status == RunStatus::Finished);
-        let final_rest = result.map(|r| text::new_part(&self.emitted_text, r).to_owned()).unwrap_or_default();
-        let text_produced = !self.emitted_text.trim().is_empty() || !final_rest.trim().is_empty();
+        let final_rest = result.map(|r| self.emitted_text.new_part(r).to_owned()).unwrap_or_default();
+        let text_produced = self.emitted_text.has_non_ws() || !final_rest.trim().is_empty();
         // Incomplete calls (SPEC §5.3), shown by how the run ended. Error cards join the tool batch
         // so that, like every card, they end a tool-use message (pi answers tool calls only
         // there); thinking lines go into the run's last message, after any batch.
@@ -511,7 +517,7 @@ impl Run {
             self.emit(out, Output::IncompleteCall(Box::new(rec)));
             self.emit_thinking(out, line);
         }
-        if result.is_some_and(|r| text::is_mismatch(&self.emitted_text, r)) {
+        if result.is_some_and(|r| self.emitted_text.is_mismatch(r)) {
             self.diagnostic(out, "display_decision", &[("action", "keep-streamed-text-over-result")]);
         }
         self.emit_text(out, final_rest);
@@ -526,10 +532,9 @@ impl Run {
         self.end_message(out, stop, error.clone());
         self.totals.reported_usage = end.usage;
         self.totals.duration_ms = end.duration_ms;
-        let final_text = end
-            .result_text
-            .filter(|r| !r.trim().is_empty() && end.status == RunStatus::Finished)
-            .unwrap_or_else(|| self.emitted_text.clone());
+        // The streamed text is not kept (it went to the sinks as it came): without a result, none.
+        let final_text =
+            end.result_text.filter(|r| !r.trim().is_empty() && end.status == RunStatus::Finished).unwrap_or_default();
         let totals = std::mem::take(&mut self.totals);
         tracing::debug!(
             run = %self.label,

@@ -420,3 +420,35 @@ fn a_failed_source_fails_its_open_runs_with_its_message_as_a_reported_failure() 
     let t = trace(&sink_facing(out));
     assert_eq!(t.iter().filter(|l| l.starts_with("closed:")).collect::<Vec<_>>(), ["closed:finished"]);
 }
+
+/// SDK runs report only their last message as the result (SPEC §1.2): however long it is, it is
+/// recognised as streamed text — not repeated, not reported as a mismatch — though the run keeps
+/// only digests of its text.
+#[test]
+fn a_long_last_message_as_the_result_is_not_repeated_nor_a_mismatch() {
+    let last = "All done. ".repeat(2000);
+    let out = run(vec![
+        start(),
+        ev(S, 1, Input::TextDelta { text: "Let me look.".into() }),
+        ev(S, 2, Input::TextSegment { kind: SegmentKind::Consolidated, text: "Let me look.".into() }),
+        ev(S, 3, Input::TextBoundary),
+        ev(S, 4, Input::TextDelta { text: last[..10_000].into() }),
+        ev(S, 5, Input::TextDelta { text: last[10_000..].into() }),
+        ev(S, 6, Input::TextSegment { kind: SegmentKind::Consolidated, text: last.clone() }),
+        ev(S, 7, Input::TextBoundary),
+        ev(S, 8, end(RunStatus::Finished, Some(&last))),
+    ]);
+    let text: String = out
+        .iter()
+        .filter_map(|e| match &e.kind {
+            Output::Text { delta, .. } => Some(delta.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(text, format!("Let me look.\n\n{last}"));
+    let mismatch = out.iter().any(|e| {
+        matches!(&e.kind, Output::Diagnostic { fields, .. }
+            if fields.get("action").and_then(|v| v.as_str()) == Some("keep-streamed-text-over-result"))
+    });
+    assert!(!mismatch, "the result is the last message, not a disagreement");
+}

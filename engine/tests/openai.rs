@@ -22,21 +22,23 @@ fn sse_events(text: &str) -> Vec<Value> {
         .collect()
 }
 
-#[test]
-fn an_exec_recording_becomes_responses_that_end_with_its_tool_calls() {
+/// `toolstream replay --sink openai-sse=…` of an example: the SSE text it wrote.
+fn replay_to_sse(example: &str) -> String {
     let dir = common::tempdir();
     let out = dir.join("o.sse");
     let run = common::toolstream(
-        &[
-            "replay",
-            "--sink",
-            &format!("openai-sse={}", out.display()),
-            common::example("exec-demo.jsonl").to_str().unwrap(),
-        ],
+        &["replay", "--sink", &format!("openai-sse={}", out.display()), common::example(example).to_str().unwrap()],
         None,
     );
     assert_eq!(run.code, 0, "{}", run.stderr);
     let text = std::fs::read_to_string(&out).unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+    text
+}
+
+#[test]
+fn an_exec_recording_becomes_responses_that_end_with_its_tool_calls() {
+    let text = replay_to_sse("exec-demo.jsonl");
     assert_eq!(text.matches("data: [DONE]\n\n").count(), 5, "4 tool-call responses and the answer");
     let events = sse_events(&text);
     let finishes: Vec<&str> = events.iter().filter_map(|e| e["choices"][0]["finish_reason"].as_str()).collect();
@@ -82,19 +84,7 @@ fn an_exec_recording_becomes_responses_that_end_with_its_tool_calls() {
 
 #[test]
 fn cursors_own_tools_are_reasoning_lines_never_tool_calls() {
-    let dir = common::tempdir();
-    let out = dir.join("o.sse");
-    let run = common::toolstream(
-        &[
-            "replay",
-            "--sink",
-            &format!("openai-sse={}", out.display()),
-            common::example("demo.jsonl").to_str().unwrap(),
-        ],
-        None,
-    );
-    assert_eq!(run.code, 0, "{}", run.stderr);
-    let text = std::fs::read_to_string(&out).unwrap();
+    let text = replay_to_sse("demo.jsonl");
     assert!(!text.contains("tool_calls"), "Cursor already ran these tools: the client must not");
     assert_eq!(text.matches("data: [DONE]").count(), 1);
     let events = sse_events(&text);

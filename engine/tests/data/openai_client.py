@@ -29,6 +29,21 @@ TOOLS = [
 ]
 
 
+def read_stream(stream):
+    """One streamed response: its text, tool calls (in index order), finish reason and role chunks."""
+    content, tool_calls, finish, roles = "", {}, None, 0
+    for chunk in stream:
+        choice = chunk.choices[0]
+        roles += 1 if choice.delta.role == "assistant" else 0
+        content += choice.delta.content or ""
+        for tc in choice.delta.tool_calls or []:
+            entry = tool_calls.setdefault(tc.index, {"id": tc.id, "name": "", "arguments": ""})
+            entry["name"] += tc.function.name or ""
+            entry["arguments"] += tc.function.arguments or ""
+        finish = choice.finish_reason or finish
+    return content, [tool_calls[i] for i in sorted(tool_calls)], finish, roles
+
+
 def streamed_tool_loop(client):
     messages = [{"role": "user", "content": "Look at the project, then tell me the weather in Tokyo."}]
     calls, rounds = [], 0
@@ -36,16 +51,7 @@ def streamed_tool_loop(client):
         rounds += 1
         assert rounds <= 10, "too many rounds"
         stream = client.chat.completions.create(model="auto", messages=messages, tools=TOOLS, stream=True)
-        content, tool_calls, finish, roles = "", {}, None, 0
-        for chunk in stream:
-            choice = chunk.choices[0]
-            roles += 1 if choice.delta.role == "assistant" else 0
-            content += choice.delta.content or ""
-            for tc in choice.delta.tool_calls or []:
-                entry = tool_calls.setdefault(tc.index, {"id": tc.id, "name": "", "arguments": ""})
-                entry["name"] += tc.function.name or ""
-                entry["arguments"] += tc.function.arguments or ""
-            finish = choice.finish_reason or finish
+        content, tool_calls, finish, roles = read_stream(stream)
         assert roles == 1, f"one role chunk per response, got {roles}"
         if finish == "stop":
             assert not tool_calls, tool_calls
@@ -57,10 +63,10 @@ def streamed_tool_loop(client):
             "content": content or None,
             "tool_calls": [
                 {"id": c["id"], "type": "function", "function": {"name": c["name"], "arguments": c["arguments"]}}
-                for c in tool_calls.values()
+                for c in tool_calls
             ],
         })
-        for c in tool_calls.values():
+        for c in tool_calls:
             json.loads(c["arguments"])  # valid JSON arguments
             calls.append(c["name"])
             messages.append({"role": "tool", "tool_call_id": c["id"], "content": ANSWERS[c["name"]]})
@@ -140,17 +146,8 @@ def client_tool_loop(client, messages, stream):
         rounds += 1
         assert rounds <= 5, "too many rounds"
         if stream:
-            content, tool_calls, finish = "", {}, None
-            for chunk in client.chat.completions.create(model="auto", messages=messages, tools=CLIENT_TOOLS,
-                                                        stream=True):
-                choice = chunk.choices[0]
-                content += choice.delta.content or ""
-                for tc in choice.delta.tool_calls or []:
-                    entry = tool_calls.setdefault(tc.index, {"id": tc.id, "name": "", "arguments": ""})
-                    entry["name"] += tc.function.name or ""
-                    entry["arguments"] += tc.function.arguments or ""
-                finish = choice.finish_reason or finish
-            tool_calls = list(tool_calls.values())
+            chunks = client.chat.completions.create(model="auto", messages=messages, tools=CLIENT_TOOLS, stream=True)
+            content, tool_calls, finish, _ = read_stream(chunks)
         else:
             done = client.chat.completions.create(model="auto", messages=messages, tools=CLIENT_TOOLS)
             choice = done.choices[0]

@@ -33,7 +33,7 @@ fn extension() -> PathBuf {
 /// appends its arguments (NUL-separated) as the next file of `$FAKE_CALLS` and prints `$FAKE_STREAM`.
 fn stand_in(dir: &Path) -> PathBuf {
     let path = dir.join("cursor-agent");
-    std::fs::write(
+    write_script(
         &path,
         "#!/bin/sh\n\
          if [ \"$1\" = \"--list-models\" ]; then\n\
@@ -44,11 +44,20 @@ fn stand_in(dir: &Path) -> PathBuf {
          n=$(ls \"$FAKE_CALLS\" | wc -l)\n\
          printf '%s\\0' \"$@\" > \"$FAKE_CALLS/call-$n.tmp\" && mv \"$FAKE_CALLS/call-$n.tmp\" \"$FAKE_CALLS/call-$n\"\n\
          cat \"$FAKE_STREAM\"\n",
-    )
-    .unwrap();
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    );
     path
+}
+
+/// Write an executable script.
+fn write_script(path: &Path, text: &str) {
+    std::fs::write(path, text).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+/// Run `check` with each installed pi (its launcher) and a fresh test home.
+fn each_pi_home(check: impl Fn(&Path, &Home)) {
+    common::each_pi(|pi| check(&pi.bin(), &Home::new()));
 }
 
 /// The arguments of each cursor-agent call so far, in order.
@@ -231,13 +240,11 @@ fn stopped(message: &Value) {
 
 #[test]
 fn print_mode_continue_resumes_the_cursor_chat() {
-    common::each_pi(|pi| {
-        let pi = pi.bin();
-        let home = Home::new();
-        let first = print_mode(home.pi(&pi), &[], "fix the rounding bug");
+    each_pi_home(|pi, home| {
+        let first = print_mode(home.pi(pi), &[], "fix the rounding bug");
         stopped(&first);
         assert_eq!(first["responseId"], DEMO_CHAT, "the run's messages carry its Cursor chat");
-        let second = print_mode(home.pi(&pi), &["-c"], "now explain the fix — in one line");
+        let second = print_mode(home.pi(pi), &["-c"], "now explain the fix — in one line");
         stopped(&second);
         let calls = calls(&home.calls_dir());
         assert_eq!(calls.len(), 2, "{calls:?}");
@@ -250,10 +257,8 @@ fn print_mode_continue_resumes_the_cursor_chat() {
 
 #[test]
 fn rpc_resumes_then_starts_anew_after_new_session_and_flattens_in_a_fork() {
-    common::each_pi(|pi| {
-        let pi = pi.bin();
-        let home = Home::new();
-        let mut rpc = Rpc::start(home.pi(&pi));
+    each_pi_home(|pi, home| {
+        let mut rpc = Rpc::start(home.pi(pi));
         stopped(&rpc.prompt("p1", "fix the rounding bug"));
         stopped(&rpc.prompt("p2", "and add a test"));
         // Nothing of a finished run stays in the extension.
@@ -305,10 +310,8 @@ fn rpc_resumes_then_starts_anew_after_new_session_and_flattens_in_a_fork() {
 
 #[test]
 fn the_model_list_comes_from_cursor_agents_listing() {
-    common::each_pi(|pi| {
-        let pi = pi.bin();
-        let home = Home::new();
-        let mut cmd = home.pi(&pi);
+    each_pi_home(|pi, home| {
+        let mut cmd = home.pi(pi);
         cmd.env("FAKE_MODELS", "Available models\n\nauto - Auto (current)\ncomposer-2 - Composer 2\ngpt-5 - GPT-5\n");
         let mut rpc = Rpc::start(cmd);
         let models = rpc.call("m", json!({"type": "get_available_models"}));
@@ -327,7 +330,7 @@ fn the_model_list_comes_from_cursor_agents_listing() {
         assert_eq!(ours, expected);
         // Cached for a day: asked again without a listing, the same list comes back.
         drop(rpc);
-        let mut rpc = Rpc::start(home.pi(&pi));
+        let mut rpc = Rpc::start(home.pi(pi));
         let again = rpc.call("m", json!({"type": "get_available_models"}));
         let ids: Vec<&str> = again["data"]["models"]
             .as_array()
@@ -340,7 +343,7 @@ fn the_model_list_comes_from_cursor_agents_listing() {
         // Without a listing and without a cache: the environment's ids.
         std::fs::remove_dir_all(home.dir.join(".cache")).unwrap();
         drop(rpc);
-        let mut cmd = home.pi(&pi);
+        let mut cmd = home.pi(pi);
         cmd.env("TOOLSTREAM_CURSOR_MODELS", "composer-2, x-1");
         let mut rpc = Rpc::start(cmd);
         let env = rpc.call("m", json!({"type": "get_available_models"}));
@@ -440,12 +443,10 @@ fn thinking(messages: &[Value]) -> String {
 
 #[test]
 fn without_native_tool_display_every_call_is_a_thinking_trace() {
-    common::each_pi(|pi| {
-        let pi = pi.bin();
-        let home = Home::new();
-        let calls = demo_calls(&home, &pi);
+    each_pi_home(|pi, home| {
+        let calls = demo_calls(home, pi);
         assert!(calls.len() >= 5, "{calls:?}");
-        let messages = demo_messages(&home, &pi, &[("PI_CURSOR_NATIVE_TOOL_DISPLAY", "0")], &[]);
+        let messages = demo_messages(home, pi, &[("PI_CURSOR_NATIVE_TOOL_DISPLAY", "0")], &[]);
         assert_eq!(tool_calls(&messages), Vec::<String>::new(), "no replay tool calls at all");
         let last = messages.last().unwrap();
         stopped(last);
@@ -459,12 +460,10 @@ fn without_native_tool_display_every_call_is_a_thinking_trace() {
 
 #[test]
 fn without_native_wrappers_native_calls_are_neutral_cards() {
-    common::each_pi(|pi| {
-        let pi = pi.bin();
-        let home = Home::new();
-        let calls = demo_calls(&home, &pi);
+    each_pi_home(|pi, home| {
+        let calls = demo_calls(home, pi);
         assert!(calls.iter().any(|(t, _)| t != "cursor"), "the demo has native calls: {calls:?}");
-        let messages = demo_messages(&home, &pi, &[("PI_CURSOR_REGISTER_NATIVE_TOOLS", "0")], &[]);
+        let messages = demo_messages(home, pi, &[("PI_CURSOR_REGISTER_NATIVE_TOOLS", "0")], &[]);
         assert_eq!(tool_calls(&messages), vec!["cursor".to_owned(); calls.len()], "every call as the neutral card");
         stopped(messages.last().unwrap());
     });
@@ -472,9 +471,7 @@ fn without_native_wrappers_native_calls_are_neutral_cards() {
 
 #[test]
 fn a_wrapper_owned_by_another_extension_falls_back_to_a_trace() {
-    common::each_pi(|pi| {
-        let pi = pi.bin();
-        let home = Home::new();
+    each_pi_home(|pi, home| {
         // Another extension that registers `read` first.
         let other = home.dir.join("other-ext");
         std::fs::create_dir_all(&other).unwrap();
@@ -488,8 +485,8 @@ fn a_wrapper_owned_by_another_extension_falls_back_to_a_trace() {
              }\n",
         )
         .unwrap();
-        let calls = demo_calls(&home, &pi);
-        let cmd = home.pi(&pi);
+        let calls = demo_calls(home, pi);
+        let cmd = home.pi(pi);
         // Load order: the other extension first, then ours (pi keeps the first `read`).
         let args: Vec<std::ffi::OsString> = cmd.get_args().map(|a| a.to_owned()).collect();
         let ours = args.iter().position(|a| a == "-e").unwrap() + 1;
@@ -513,22 +510,17 @@ fn a_wrapper_owned_by_another_extension_falls_back_to_a_trace() {
 
 #[test]
 fn a_malformed_backend_line_is_reported_not_dropped_silently() {
-    common::each_pi(|pi| {
-        let pi = pi.bin();
-        let home = Home::new();
+    each_pi_home(|pi, home| {
         // A toolstream that says something that is not protocol before the real run.
         let wrapper = home.dir.join("noisy-toolstream");
-        std::fs::write(
+        write_script(
             &wrapper,
-            format!(
+            &format!(
                 "#!/bin/sh\n[ \"$1\" = pi-provider ] && echo 'oops: not a protocol line'\nexec '{}' \"$@\"\n",
                 env!("CARGO_BIN_EXE_toolstream")
             ),
-        )
-        .unwrap();
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).unwrap();
-        let mut cmd = home.pi(&pi);
+        );
+        let mut cmd = home.pi(pi);
         cmd.env("TOOLSTREAM_BIN", &wrapper).args(["--mode", "json", "-p", "fix the rounding bug"]);
         let done = common::run_with_timeout(&mut cmd, None, PI_TIMEOUT).unwrap();
         assert_eq!(done.code, Some(0), "{}", done.stderr);
@@ -560,16 +552,11 @@ fn venv_python() -> Option<PathBuf> {
 #[test]
 fn cursor_calls_a_pi_tool_through_the_bridge_inside_the_run() {
     let Some(python) = venv_python() else { return };
-    common::each_pi(|pi| {
-        let pi = pi.bin();
-        let home = Home::new();
+    each_pi_home(|pi, home| {
         // A stand-in cursor-agent that calls pi's tool over MCP, as Cursor does.
         let client = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/py/cursor_agent_bridge.py");
         let agent = home.dir.join("cursor-agent-mcp");
-        std::fs::write(&agent, format!("#!/bin/sh\nexec '{}' '{}' \"$@\"\n", python.display(), client.display()))
-            .unwrap();
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(&agent, std::fs::Permissions::from_mode(0o755)).unwrap();
+        write_script(&agent, &format!("#!/bin/sh\nexec '{}' '{}' \"$@\"\n", python.display(), client.display()));
         // The user's own MCP configuration, which must stay as it is.
         std::fs::create_dir_all(home.dir.join(".cursor")).unwrap();
         let own = r#"{"mcpServers":{"mine":{"command":"my-server"}}}"#;
@@ -595,7 +582,7 @@ fn cursor_calls_a_pi_tool_through_the_bridge_inside_the_run() {
         )
         .unwrap();
         let log = home.dir.join("agent-log.json");
-        let mut cmd = home.pi(&pi);
+        let mut cmd = home.pi(pi);
         cmd.env("TOOLSTREAM_CURSOR_AGENT", &agent)
             .env("FAKE_LOG", &log)
             .env("FAKE_TOOL", "sem_reindex")

@@ -12,6 +12,7 @@ pub mod conversation;
 pub mod cursor_db;
 pub mod cursor_models;
 pub mod decode;
+pub mod local_http;
 pub mod openai_server;
 pub mod pi_provider;
 pub mod pipeline;

@@ -13,6 +13,6 @@ pub mod settings;
 
 pub use diagnostics::{Diagnostics, STDERR_PREFIX};
 pub use handler::SERVER_NAME;
-pub use routes::{is_loopback, route_path, PATH_PREFIX, PATH_SUFFIX};
+pub use routes::{route_path, PATH_PREFIX, PATH_SUFFIX};
 pub use server::{BridgeError, BridgeEvent, BridgeServer, BridgeServerOptions, CallOutcome, RunRoute};
 pub use settings::BridgeSettings;

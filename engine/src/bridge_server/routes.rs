@@ -6,6 +6,8 @@ use std::collections::{HashMap, HashSet, VecDeque};
 use std::io;
 use std::net::IpAddr;
 
+use crate::local_http::{is_loopback, random_hex};
+
 pub const PATH_PREFIX: &str = "/cursor-pi-tool-bridge/";
 pub const PATH_SUFFIX: &str = "/mcp";
 
@@ -25,17 +27,7 @@ pub fn token_of(path: &str) -> Option<&str> {
 
 /// A fresh token: 128 random bits as 32 hex digits (from the OS).
 pub fn new_token() -> io::Result<String> {
-    let mut bytes = [0u8; 16];
-    getrandom::fill(&mut bytes).map_err(|e| io::Error::other(format!("no OS randomness for the bridge token: {e}")))?;
-    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
-}
-
-/// Loopback, including IPv4-mapped IPv6 loopback.
-pub fn is_loopback(ip: IpAddr) -> bool {
-    match ip {
-        IpAddr::V4(v4) => v4.is_loopback(),
-        IpAddr::V6(v6) => v6.is_loopback() || v6.to_ipv4_mapped().is_some_and(|v4| v4.is_loopback()),
-    }
+    random_hex(16)
 }
 
 /// What a request gets before it reaches MCP.

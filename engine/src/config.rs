@@ -593,6 +593,15 @@ fn env_names(name: &str) -> String {
     decl(name).map(|d| d.env.join(", ")).unwrap_or_default()
 }
 
+/// The user's toolstream directory: `$XDG_CONFIG_HOME/toolstream`, or `$HOME/.config/toolstream`
+/// when `XDG_CONFIG_HOME` is unset (the config file's and `serve openai`'s key file's home).
+pub fn user_config_dir(env: &dyn Fn(&str) -> Option<String>) -> Option<PathBuf> {
+    env("XDG_CONFIG_HOME")
+        .map(PathBuf::from)
+        .or_else(|| env("HOME").map(|home| Path::new(&home).join(".config")))
+        .map(|dir| dir.join("toolstream"))
+}
+
 fn locate_file(
     explicit: Option<&Path>,
     env: &dyn Fn(&str) -> Option<String>,
@@ -611,10 +620,7 @@ fn locate_file(
         return named(PathBuf::from(path), Origin::Env(CONFIG_ENV.to_owned()), CONFIG_ENV);
     }
     let local = Path::new(".").join(LOCAL_CONFIG_FILE);
-    let user = env("XDG_CONFIG_HOME")
-        .map(PathBuf::from)
-        .or_else(|| env("HOME").map(|home| Path::new(&home).join(".config")))
-        .map(|dir| dir.join("toolstream").join("config.toml"));
+    let user = user_config_dir(env).map(|dir| dir.join("config.toml"));
     let found = std::iter::once(local).chain(user).find(|p| p.is_file());
     Ok(Setting::default(found))
 }

@@ -6,10 +6,13 @@
 
 mod common;
 
+use common::http;
+
 use std::io::{BufRead, BufReader};
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::mpsc;
+use std::sync::{mpsc, Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::Value;
@@ -108,26 +111,61 @@ fn python() -> Option<PathBuf> {
     None
 }
 
-/// `serve openai` on a free loopback port; returns the child and its base URL.
-fn start_server(args: &[&str], vars: &[(&str, &str)]) -> (Child, String) {
+/// A running `serve openai` (killed when dropped): its base URL and what it said on stderr.
+struct Server {
+    child: Child,
+    url: String,
+    stderr: Arc<Mutex<Vec<String>>>,
+}
+
+impl Server {
+    fn addr(&self) -> SocketAddr {
+        let rest = self.url.strip_prefix("http://").unwrap();
+        rest[..rest.find('/').unwrap()].parse().unwrap()
+    }
+
+    fn port(&self) -> u16 {
+        self.addr().port()
+    }
+
+    fn stderr(&self) -> String {
+        self.stderr.lock().unwrap().join("\n")
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The key the tests' servers take (`--api-key`), unless a test is about the key itself.
+const KEY: &str = "test-key";
+
+/// `serve openai` on a free loopback port.
+fn start_server(args: &[&str], vars: &[(&str, &str)]) -> Server {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_toolstream"));
     cmd.args(["serve", "openai", "--addr", "127.0.0.1:0"]).args(args).envs(vars.iter().copied());
     cmd.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::piped());
     let mut child = cmd.spawn().unwrap();
-    let stderr = child.stderr.take().unwrap();
+    let pipe = child.stderr.take().unwrap();
+    let stderr = Arc::new(Mutex::new(Vec::new()));
     let (tx, rx) = mpsc::channel();
+    let lines = stderr.clone();
     std::thread::spawn(move || {
-        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+        for line in BufReader::new(pipe).lines().map_while(Result::ok) {
             if let Some(url) = line.strip_prefix("toolstream: serving OpenAI chat completions on ") {
                 let _ = tx.send(url.to_owned());
             }
+            lines.lock().unwrap().push(line);
         }
     });
     match rx.recv_timeout(Duration::from_secs(60)) {
-        Ok(url) => (child, url),
+        Ok(url) => Server { child, url, stderr },
         Err(_) => {
             let _ = child.kill();
-            panic!("the server did not start");
+            panic!("the server did not start: {}", stderr.lock().unwrap().join("\n"));
         }
     }
 }
@@ -145,10 +183,9 @@ fn run_client(python: &Path, args: &[&str]) -> Value {
 fn the_openai_sdk_runs_a_recorded_tool_loop_and_gets_openai_errors() {
     let Some(python) = python() else { return };
     let recording = common::example("exec-demo.jsonl");
-    let (mut server, url) = start_server(&["--replay", recording.to_str().unwrap(), "--api-key", "test-key"], &[]);
-    let seen = run_client(&python, &["replay", &url, "test-key"]);
-    let _ = server.kill();
-    let _ = server.wait();
+    let server = start_server(&["--replay", recording.to_str().unwrap(), "--api-key", KEY], &[]);
+    let seen = run_client(&python, &["replay", &server.url, KEY]);
+    drop(server);
     assert!(seen["models"].as_array().unwrap().iter().any(|m| m == "auto"), "{seen}");
     assert_eq!(
         seen["bad"],
@@ -188,13 +225,12 @@ fn the_openai_sdk_gets_a_cursor_turn_with_the_history_in_its_prompt() {
     let dir = common::tempdir();
     let agent = stand_in_cursor_agent(&dir);
     let args_log = dir.join("args.txt");
-    let (mut server, url) = start_server(
-        &[],
+    let server = start_server(
+        &["--api-key", KEY],
         &[("TOOLSTREAM_CURSOR_AGENT", agent.to_str().unwrap()), ("STANDIN_ARGS", args_log.to_str().unwrap())],
     );
-    let seen = run_client(&python, &["live", &url]);
-    let _ = server.kill();
-    let _ = server.wait();
+    let seen = run_client(&python, &["live", &server.url, KEY]);
+    drop(server);
     assert_eq!(seen["finish"], "stop");
     assert!(seen["content"].as_str().unwrap().contains("Fixed `total()` in src/price.ts"), "{seen}");
     assert!(seen["streamed"].as_str().unwrap().contains("Fixed `total()`"), "{seen}");
@@ -237,8 +273,8 @@ fn the_openai_sdk_runs_its_own_tool_for_cursor_inside_one_run() {
     let own = r#"{"mcpServers":{"mine":{"command":"my-server"}}}"#;
     std::fs::write(home.join(".cursor/mcp.json"), own).unwrap();
     let log = dir.join("agent-log.json");
-    let (mut server, url) = start_server(
-        &[],
+    let server = start_server(
+        &["--api-key", KEY],
         &[
             ("TOOLSTREAM_CURSOR_AGENT", agent.to_str().unwrap()),
             ("HOME", home.to_str().unwrap()),
@@ -247,9 +283,8 @@ fn the_openai_sdk_runs_its_own_tool_for_cursor_inside_one_run() {
             ("FAKE_ARGS", r#"{"path":"src"}"#),
         ],
     );
-    let seen = run_client(&python, &["tools", &url, runs.to_str().unwrap()]);
-    let _ = server.kill();
-    let _ = server.wait();
+    let seen = run_client(&python, &["tools", &server.url, KEY, runs.to_str().unwrap()]);
+    drop(server);
     for flow in ["streamed", "non_streamed"] {
         let f = &seen[flow];
         assert_eq!(f["calls"], serde_json::json!([{"name": "sem_reindex", "args": {"path": "src"}}]), "{seen}");
@@ -270,4 +305,178 @@ fn the_openai_sdk_runs_its_own_tool_for_cursor_inside_one_run() {
     assert_eq!(logged["listed"], serde_json::json!(["pi__sem_reindex", "pi__bash"]), "every client tool is exposed");
     assert_eq!(logged["mcp_json_servers"], serde_json::json!(["mine", "pi-tools"]), "{logged}");
     assert_eq!(std::fs::read_to_string(home.join(".cursor/mcp.json")).unwrap(), own, "the user's file is unchanged");
+}
+
+/// A chat request body as a web page would send it.
+const ATTACK: &str = r#"{"model":"auto","messages":[{"role":"user","content":"ATTACKER PROMPT"}]}"#;
+
+/// POST `body` to the chat route of `server` with these headers (plus the right `Host` unless
+/// one is given).
+fn post_chat(server: &Server, headers: &[(&str, &str)], body: &[u8]) -> http::Answer {
+    http::request(server.addr(), "POST", "/v1/chat/completions", headers, body)
+}
+
+/// An OpenAI-shaped error with this status and code.
+fn assert_openai_error(a: &http::Answer, status: u16, code: &str) {
+    assert_eq!(a.status, status, "{a:?}");
+    assert!(a.header("content-type").is_some_and(|t| t.starts_with("application/json")), "{a:?}");
+    let e = &a.json()["error"];
+    assert_eq!(e["code"], code, "{a:?}");
+    assert!(e["message"].as_str().is_some_and(|m| !m.is_empty()) && e["type"].is_string(), "{a:?}");
+}
+
+/// Issue 20 item 2: the cross-site recipe (a "simple" request a page can send without a preflight)
+/// and each of its parts alone are refused before any run starts — the stand-in cursor-agent logs
+/// nothing — with OpenAI-shaped errors, as are the other refusals (404, 405, 413). The server has
+/// no key (`--no-api-key`, the old default) so that the guard alone is what stops them; a plain
+/// client's same request then starts the stand-in, so its log would have shown an attack.
+#[cfg(unix)]
+#[test]
+fn a_web_page_cannot_drive_the_server_and_no_run_starts() {
+    let dir = common::tempdir();
+    let agent = stand_in_cursor_agent(&dir);
+    let args_log = dir.join("args.txt");
+    let server = start_server(
+        &["--no-api-key"],
+        &[("TOOLSTREAM_CURSOR_AGENT", agent.to_str().unwrap()), ("STANDIN_ARGS", args_log.to_str().unwrap())],
+    );
+    assert!(server.stderr().contains("no API key (--no-api-key)"), "{}", server.stderr());
+    let port = server.port();
+    let evil_host = format!("evil.example:{port}");
+    let json = ("Content-Type", "application/json");
+    let body = ATTACK.as_bytes();
+
+    let recipe = [("Host", evil_host.as_str()), ("Origin", "http://evil.example"), ("Content-Type", "text/plain")];
+    assert_openai_error(&post_chat(&server, &recipe, body), 403, "host_not_allowed");
+    // DNS rebinding: the page's own name, re-pointed at 127.0.0.1, without an Origin.
+    assert_openai_error(&post_chat(&server, &[("Host", &evil_host), json], body), 403, "host_not_allowed");
+    assert_openai_error(
+        &post_chat(&server, &[("Origin", "http://evil.example"), json], body),
+        403,
+        "origin_not_allowed",
+    );
+    assert_openai_error(&post_chat(&server, &[("Origin", "null"), json], body), 403, "origin_not_allowed");
+    assert_openai_error(&post_chat(&server, &[("Content-Type", "text/plain")], body), 415, "unsupported_content_type");
+    assert_openai_error(&post_chat(&server, &[], body), 415, "unsupported_content_type");
+    let preflight = [("Origin", "http://evil.example"), ("Access-Control-Request-Method", "POST")];
+    let answer = http::request(server.addr(), "OPTIONS", "/v1/chat/completions", &preflight, b"");
+    assert_openai_error(&answer, 403, "origin_not_allowed");
+    assert_eq!(answer.header("access-control-allow-origin"), None);
+    // The GET of a page's <img> or fetch() is refused too (models list).
+    let answer = http::request(server.addr(), "GET", "/v1/models", &[("Origin", "http://evil.example")], b"");
+    assert_openai_error(&answer, 403, "origin_not_allowed");
+
+    // Every other refusal is OpenAI-shaped too.
+    assert_openai_error(
+        &http::request(server.addr(), "GET", "/v1/chat/completions", &[], b""),
+        405,
+        "method_not_allowed",
+    );
+    let unknown = http::request(server.addr(), "GET", "/v2/nothing", &[], b"");
+    assert_eq!((unknown.status, unknown.json()["error"]["type"].as_str()), (404, Some("invalid_request_error")));
+    let big = http::post_large(server.addr(), "/v1/chat/completions", &[json], 20 << 20);
+    assert_openai_error(&big, 413, "request_too_large");
+    assert!(
+        !args_log.exists(),
+        "a refused request started cursor-agent: {}",
+        std::fs::read_to_string(&args_log).unwrap()
+    );
+
+    // The same request from a plain client (loopback Host, JSON, no Origin) runs.
+    let ok = post_chat(&server, &[json], body);
+    assert_eq!(ok.status, 200, "{ok:?}");
+    assert!(ok.json()["choices"][0]["message"]["content"].as_str().unwrap().contains("Fixed `total()`"), "{ok:?}");
+    assert!(std::fs::read_to_string(&args_log).unwrap().contains("ATTACKER PROMPT"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// An origin the user allowed (`--allow-origin`, or `TOOLSTREAM_OPENAI_ALLOWED_ORIGINS`) gets its
+/// preflight answered and `Access-Control-Allow-Origin` on its responses, streamed and not; any
+/// other origin is still refused; `null` cannot be allowed.
+#[test]
+fn an_allowed_origin_passes_with_cors_headers() {
+    let recording = common::example("exec-demo.jsonl");
+    let rec = recording.to_str().unwrap();
+    let allowed = "http://localhost:5173";
+    for (args, vars) in [
+        (vec!["--replay", rec, "--api-key", KEY, "--allow-origin", allowed], vec![]),
+        (
+            vec!["--replay", rec, "--api-key", KEY],
+            vec![("TOOLSTREAM_OPENAI_ALLOWED_ORIGINS", "https://x.example, http://localhost:5173")],
+        ),
+    ] {
+        let server = start_server(&args, &vars);
+        assert!(server.stderr().contains("browser origins allowed:"), "{}", server.stderr());
+        let preflight = [
+            ("Origin", allowed),
+            ("Access-Control-Request-Method", "POST"),
+            ("Access-Control-Request-Headers", "authorization, content-type, x-stainless-os"),
+        ];
+        let answer = http::request(server.addr(), "OPTIONS", "/v1/chat/completions", &preflight, b"");
+        assert_eq!(answer.status, 204, "{answer:?}");
+        assert_eq!(answer.header("access-control-allow-origin"), Some(allowed));
+        assert!(answer.header("access-control-allow-methods").unwrap().contains("POST"), "{answer:?}");
+        assert_eq!(answer.header("access-control-allow-headers"), Some("authorization, content-type, x-stainless-os"));
+        let bearer = format!("Bearer {KEY}");
+        let headers = [("Origin", allowed), ("Content-Type", "application/json"), ("Authorization", &bearer)];
+        let body = br#"{"model":"auto","messages":[{"role":"user","content":"go"}]}"#;
+        let done = post_chat(&server, &headers, body);
+        assert_eq!(done.status, 200, "{done:?}");
+        assert_eq!(done.header("access-control-allow-origin"), Some(allowed));
+        assert_eq!(done.json()["choices"][0]["finish_reason"], "tool_calls", "{done:?}");
+        let streamed = post_chat(
+            &server,
+            &headers,
+            br#"{"model":"auto","stream":true,"messages":[{"role":"user","content":"go"}]}"#,
+        );
+        assert_eq!(streamed.status, 200, "{streamed:?}");
+        assert_eq!(streamed.header("access-control-allow-origin"), Some(allowed));
+        assert!(streamed.body.contains("data: [DONE]"), "{streamed:?}");
+        // The key is still needed from an allowed origin.
+        let no_key = post_chat(&server, &headers[..2], body);
+        assert_openai_error(&no_key, 401, "invalid_api_key");
+        assert_eq!(no_key.header("access-control-allow-origin"), Some(allowed), "the page may read why");
+        let other = post_chat(&server, &[("Origin", "http://localhost:5174"), headers[1], headers[2]], body);
+        assert_openai_error(&other, 403, "origin_not_allowed");
+    }
+    let refused = common::toolstream(&["serve", "openai", "--no-api-key", "--allow-origin", "null"], None);
+    assert_eq!(refused.code, 2, "{}", refused.stderr);
+    assert!(refused.stderr.contains("--allow-origin `null` cannot be allowed"), "{}", refused.stderr);
+}
+
+/// Without `--api-key`, the server makes a key once, keeps it in a file only the user can read
+/// (`$XDG_CONFIG_HOME/toolstream/openai-api-key`, 0600), prints it that once, and requires it:
+/// the official SDK with that key works (streamed and not), without it gets 401; a restart keeps
+/// the key and does not print it again.
+#[cfg(unix)]
+#[test]
+fn without_a_key_one_is_made_private_and_required() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = common::tempdir();
+    let xdg = dir.join("xdg");
+    let recording = common::example("exec-demo.jsonl");
+    let args = ["--replay", recording.to_str().unwrap()];
+    let vars = [("XDG_CONFIG_HOME", xdg.to_str().unwrap()), ("TOOLSTREAM_OPENAI_API_KEY", "")];
+    let server = start_server(&args, &vars);
+    let file = xdg.join("toolstream/openai-api-key");
+    let key = std::fs::read_to_string(&file).unwrap().trim().to_owned();
+    assert!(key.starts_with("tsk-") && key.len() > 40, "{key}");
+    assert_eq!(std::fs::metadata(&file).unwrap().permissions().mode() & 0o777, 0o600);
+    assert_eq!(server.stderr().matches(&key).count(), 1, "printed once: {}", server.stderr());
+    let no_key = http::request(server.addr(), "GET", "/v1/models", &[], b"");
+    assert_openai_error(&no_key, 401, "invalid_api_key");
+    if let Some(python) = python() {
+        let seen = run_client(&python, &["replay", &server.url, &key]);
+        assert_eq!(seen["bad"]["wrong_key"], "invalid_api_key");
+        assert_eq!(seen["streamed"]["rounds"], 5, "{seen}");
+        assert_eq!(seen["non_streamed"]["first_tool"], "bash", "{seen}");
+    }
+    drop(server);
+    let again = start_server(&args, &vars);
+    assert!(!again.stderr().contains(&key), "{}", again.stderr());
+    assert!(again.stderr().contains(&file.display().to_string()), "{}", again.stderr());
+    let bearer = format!("Bearer {key}");
+    assert_eq!(http::request(again.addr(), "GET", "/v1/models", &[("Authorization", &bearer)], b"").status, 200);
+    drop(again);
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -8,7 +8,10 @@ use std::time::Duration;
 use clap::{Args, Subcommand};
 
 use super::InputArgs;
+use crate::config::user_config_dir;
 use crate::conversation::Budget;
+use crate::local_http::AllowedOrigins;
+use crate::openai_server::api_key::{stored_key, KeyChoice};
 use crate::openai_server::live::LiveOptions;
 use crate::openai_server::replay::Recording;
 use crate::openai_server::{serve, Mode, ServerOptions, DEFAULT_ADDR};
@@ -16,6 +19,9 @@ use crate::pi_provider::cursor_agent::agent_bin;
 
 /// The environment variable holding the server's bearer key (what `--api-key` sets).
 pub const API_KEY_ENV: &str = "TOOLSTREAM_OPENAI_API_KEY";
+/// The environment variable listing the allowed browser origins (what `--allow-origin` sets),
+/// separated by commas or spaces.
+pub const ALLOWED_ORIGINS_ENV: &str = "TOOLSTREAM_OPENAI_ALLOWED_ORIGINS";
 
 #[derive(Debug, Args)]
 pub struct ServeArgs {
@@ -44,9 +50,20 @@ pub struct OpenaiArgs {
     #[arg(long, value_name = "FILE")]
     pub replay: Option<PathBuf>,
     /// The bearer key every request must carry (`Authorization: Bearer KEY`); default
-    /// $TOOLSTREAM_OPENAI_API_KEY; none: requests are not checked.
+    /// $TOOLSTREAM_OPENAI_API_KEY, else the key in ~/.config/toolstream/openai-api-key (made on
+    /// the first start, mode 0600, and printed then).
     #[arg(long, value_name = "KEY")]
     pub api_key: Option<String>,
+    /// Serve without a key: any local process that reaches the port can start runs (web pages
+    /// still cannot: see --allow-origin).
+    #[arg(long, conflicts_with = "api_key")]
+    pub no_api_key: bool,
+    /// A browser origin allowed to call the server (`http://localhost:5173`; port `*` for any
+    /// port); repeatable; default $TOOLSTREAM_OPENAI_ALLOWED_ORIGINS (comma-separated). Requests
+    /// from every other origin, and `Origin: null`, are refused with 403; clients that send no
+    /// Origin (SDKs, curl) are not browsers and are served.
+    #[arg(long = "allow-origin", value_name = "ORIGIN")]
+    pub allow_origin: Vec<String>,
     /// The cursor-agent binary (default: $TOOLSTREAM_CURSOR_AGENT, then `cursor-agent` on PATH).
     #[arg(long, value_name = "PATH")]
     pub cursor_agent: Option<PathBuf>,
@@ -95,10 +112,33 @@ fn openai(args: OpenaiArgs) -> anyhow::Result<i32> {
             hide_builtin_names: args.hide_builtin_tool_names,
         })),
     };
-    let api_key = args.api_key.clone().or_else(|| std::env::var(API_KEY_ENV).ok()).filter(|k| !k.is_empty());
+    let env = |var: &str| std::env::var(var).ok().filter(|v| !v.trim().is_empty());
+    let allowed_origins = if args.allow_origin.is_empty() {
+        AllowedOrigins::parse(&env(ALLOWED_ORIGINS_ENV).unwrap_or_default())
+            .map_err(|e| anyhow::anyhow!("{ALLOWED_ORIGINS_ENV}: {e}"))?
+    } else {
+        AllowedOrigins::from_entries(args.allow_origin.iter().map(String::as_str))
+            .map_err(|e| anyhow::anyhow!("--allow-origin {e}"))?
+    };
+    let key = if args.no_api_key {
+        KeyChoice::Off
+    } else if let Some(k) = args.api_key.clone().filter(|k| !k.trim().is_empty()).or_else(|| env(API_KEY_ENV)) {
+        KeyChoice::Given(k)
+    } else {
+        let dir = user_config_dir(&env).ok_or_else(|| {
+            anyhow::anyhow!("no HOME or XDG_CONFIG_HOME to keep the API key in: give --api-key KEY or --no-api-key")
+        })?;
+        let (key, path, created) = stored_key(&dir)?;
+        KeyChoice::Stored { key, path, created }
+    };
+    eprintln!("{}", key.announce());
+    if !allowed_origins.is_empty() {
+        eprintln!("toolstream: browser origins allowed: {allowed_origins}");
+    }
     serve(ServerOptions {
         addr: args.addr,
-        api_key,
+        api_key: key.key().map(str::to_owned),
+        allowed_origins,
         mode,
         max_runs: args.max_runs,
         request_timeout: Duration::from_secs(args.request_timeout.max(1)),

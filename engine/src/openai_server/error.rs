@@ -1,9 +1,13 @@
-//! OpenAI-shaped errors: `{"error":{"message","type","code"}}` with their HTTP status.
+//! OpenAI-shaped errors: `{"error":{"message","type","code"}}` with their HTTP status, for every
+//! refusal (the request guard's 403 and 415, 401, 404, 405, 413, 429) and failure.
 
+use axum::extract::rejection::BytesRejection;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use toolstream_schemas::openai::{ErrorBody, ErrorDetail};
+
+use crate::local_http::Refusal;
 
 /// A request the server refuses or could not serve.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -50,6 +54,42 @@ impl ApiError {
             kind: "invalid_request_error",
             code: None,
         }
+    }
+
+    pub fn method_not_allowed() -> ApiError {
+        ApiError {
+            status: StatusCode::METHOD_NOT_ALLOWED,
+            message: "This URL does not take this method: POST /v1/chat/completions, GET /v1/models".into(),
+            kind: "invalid_request_error",
+            code: Some("method_not_allowed"),
+        }
+    }
+
+    /// The body could not be read: past `--max-body` (413), or cut short.
+    pub fn unreadable_body(rejection: &BytesRejection, limit: usize) -> ApiError {
+        if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
+            ApiError {
+                status: StatusCode::PAYLOAD_TOO_LARGE,
+                message: format!("The request body is larger than this server takes ({limit} bytes, `--max-body`)"),
+                kind: "invalid_request_error",
+                code: Some("request_too_large"),
+            }
+        } else {
+            ApiError::bad_request(format!("We could not read the body of your request: {rejection}"), "invalid_body")
+        }
+    }
+
+    /// A request the guard refused before any route (`crate::local_http::guard`).
+    pub fn refused(r: Refusal) -> ApiError {
+        let (message, code) = match r {
+            Refusal::Host => (r.message().to_owned(), "host_not_allowed"),
+            Refusal::Origin => (
+                format!("{}: a page of another site cannot drive this server (allow an origin with `--allow-origin ORIGIN`)", r.message()),
+                "origin_not_allowed",
+            ),
+            Refusal::ContentType => (r.message().to_owned(), "unsupported_content_type"),
+        };
+        ApiError { status: r.status(), message, kind: "invalid_request_error", code: Some(code) }
     }
 
     pub fn busy(limit: usize) -> ApiError {

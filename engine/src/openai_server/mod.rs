@@ -9,8 +9,11 @@
 //! continues the same run, and one answering a call whose run is gone starts a fresh run. Every
 //! request is bounded: the body size, a deadline per request, and the number of runs at once (more
 //! are refused with 429; a waiting run keeps its slot until it ends or its wait expires). Bad
-//! requests get OpenAI-shaped errors ([`error`]) and touch nothing else.
+//! requests get OpenAI-shaped errors ([`error`]) and touch nothing else. Before any route, the
+//! request guard ([`crate::local_http::guard`]) refuses what a web page could send: a foreign
+//! `Host` (DNS rebinding), a browser `Origin` not allowed by `--allow-origin`, a non-JSON POST.
 
+pub mod api_key;
 pub mod error;
 pub mod live;
 pub mod pending;
@@ -22,6 +25,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use axum::body::{Body, Bytes};
+use axum::extract::rejection::BytesRejection;
 use axum::extract::{DefaultBodyLimit, State};
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -33,6 +37,7 @@ use toolstream_schemas::openai::{ChatMessage, ChatRequest, ModelEntry, ModelList
 use toolstream_sinks::openai::{assemble, Naming, SseEvent};
 
 use crate::conversation::openai::split_request;
+use crate::local_http::{self, AllowedOrigins, Guard};
 use error::ApiError;
 use live::{LiveOptions, LiveRun};
 use pending::Pending;
@@ -54,6 +59,9 @@ pub struct ServerOptions {
     pub addr: SocketAddr,
     /// The bearer key every request must carry, when set.
     pub api_key: Option<String>,
+    /// The browser origins allowed to call the server (`--allow-origin`); every other `Origin` is
+    /// refused ([`crate::local_http::guard`]).
+    pub allowed_origins: AllowedOrigins,
     pub mode: Mode,
     /// Runs at once; more are refused with 429.
     pub max_runs: usize,
@@ -71,6 +79,7 @@ type Waiting = Arc<Mutex<Pending<Arc<LiveRun>>>>;
 
 struct AppState {
     api_key: Option<String>,
+    body_limit: usize,
     mode: Mode,
     max_runs: usize,
     runs: Arc<Semaphore>,
@@ -89,8 +98,15 @@ pub fn model_ids() -> Vec<String> {
 
 /// The routes, for [`serve`] and tests.
 pub fn router(opts: ServerOptions) -> Router {
+    let guard = Arc::new(Guard {
+        bound: opts.addr.ip(),
+        origins: opts.allowed_origins,
+        methods: "GET, POST",
+        render: |r| ApiError::refused(r).into_response(),
+    });
     let state = Arc::new(AppState {
         api_key: opts.api_key.filter(|k| !k.is_empty()),
+        body_limit: opts.body_limit,
         runs: Arc::new(Semaphore::new(opts.max_runs.max(1))),
         max_runs: opts.max_runs.max(1),
         mode: opts.mode,
@@ -106,7 +122,9 @@ pub fn router(opts: ServerOptions) -> Router {
         .route("/v1/chat/completions", post(chat))
         .route("/v1/models", get(models))
         .fallback(|| async { ApiError::not_found() })
+        .method_not_allowed_fallback(|| async { ApiError::method_not_allowed() })
         .layer(DefaultBodyLimit::max(opts.body_limit))
+        .layer(axum::middleware::from_fn_with_state(guard, local_http::guard::guard))
         .with_state(state)
 }
 
@@ -183,7 +201,11 @@ async fn models(State(state): State<Arc<AppState>>, headers: HeaderMap) -> Resul
     Ok(Json(ModelList { object: "list", data }))
 }
 
-async fn chat(State(state): State<Arc<AppState>>, headers: HeaderMap, body: Bytes) -> Response {
+async fn chat(State(state): State<Arc<AppState>>, headers: HeaderMap, body: Result<Bytes, BytesRejection>) -> Response {
+    let body = match body {
+        Ok(b) => b,
+        Err(rejection) => return ApiError::unreadable_body(&rejection, state.body_limit).into_response(),
+    };
     match respond(&state, &headers, &body).await {
         Ok(r) => r,
         Err(e) => {

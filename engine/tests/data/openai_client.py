@@ -2,8 +2,9 @@
 
     openai_client.py replay BASE_URL KEY   a recorded exec run: streamed tool loop, non-streamed,
                                            and the bad requests
-    openai_client.py live BASE_URL         one plain completion with earlier turns
-    openai_client.py tools BASE_URL RUNS   client tools through the bridge: a stand-in cursor-agent
+    openai_client.py live BASE_URL KEY     one plain completion with earlier turns, then one streamed
+    openai_client.py tools BASE_URL KEY RUNS
+                                           client tools through the bridge: a stand-in cursor-agent
                                            calls them (RUNS: the file it appends a line to per run)
 
 Prints one JSON object with what it saw; any failed check raises (non-zero exit).
@@ -171,7 +172,7 @@ def client_tool_loop(client, messages, stream):
     return {"calls": calls, "ids": ids, "rounds": rounds, "final": final}
 
 
-def client_tools(base, runs_file):
+def client_tools(base, key, runs_file):
     def runs():
         try:
             with open(runs_file) as f:
@@ -179,7 +180,7 @@ def client_tools(base, runs_file):
         except OSError:
             return 0
 
-    client = OpenAI(base_url=base, api_key="unused", max_retries=0, timeout=60)
+    client = OpenAI(base_url=base, api_key=key, max_retries=0, timeout=60)
     ask = [{"role": "user", "content": "reindex src with the project's tool"}]
     result = {"streamed": client_tool_loop(client, ask, True)}
     result["streamed"]["runs"] = runs()
@@ -208,9 +209,9 @@ def main():
         result["streamed"] = streamed_tool_loop(client)
         result["non_streamed"] = non_streamed(client)
     elif mode == "tools":
-        result = client_tools(base, sys.argv[3])
+        result = client_tools(base, sys.argv[3], sys.argv[4])
     else:
-        client = OpenAI(base_url=base, api_key="unused", max_retries=0, timeout=60)
+        client = OpenAI(base_url=base, api_key=sys.argv[3], max_retries=0, timeout=60)
         done = client.chat.completions.create(model="auto", messages=[
             {"role": "system", "content": "You are terse."},
             {"role": "user", "content": "What does the price code do?"},

@@ -16,10 +16,10 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use serde_json::{json, Value};
-use toolstream::bridge_server::{BridgeEvent, BridgeServer, BridgeServerOptions, BridgeSettings};
+use toolstream::bridge_server::{BridgeEvent, BridgeServer, BridgeServerOptions, BridgeSettings, SessionLimits};
 use toolstream_actors::bridge::exposure::PiToolDef;
 
-use common::{tempdir, wait_or_kill};
+use common::{http, tempdir, wait_or_kill};
 
 /// Bound of every wait for one line (the machine is shared: generous, never a timing assertion).
 const LINE_WAIT: Duration = Duration::from_secs(60);
@@ -145,33 +145,60 @@ impl Bridge {
 
 const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"probe","version":"1"}}}"#;
 
-/// A plain HTTP/1.1 POST of an MCP `initialize` to `addr` + `path`: the status and the body's
-/// first bytes.
+/// The headers every MCP POST carries.
+const MCP_HEADERS: [(&str, &str); 2] =
+    [("Content-Type", "application/json"), ("Accept", "application/json, text/event-stream")];
+
+/// An MCP POST of `body` over raw HTTP/1.1, with a session id when given and `extra` headers.
+fn mcp_post(addr: SocketAddr, path: &str, session: Option<&str>, extra: &[(&str, &str)], body: &str) -> http::Answer {
+    let mut headers: Vec<(&str, &str)> = MCP_HEADERS.to_vec();
+    headers.extend(session.map(|s| ("Mcp-Session-Id", s)));
+    headers.extend_from_slice(extra);
+    http::request(addr, "POST", path, &headers, body.as_bytes())
+}
+
+/// A plain HTTP/1.1 POST of an MCP `initialize` to `addr` + `path`: the status and the body.
 fn http_post(addr: SocketAddr, path: &str) -> (u16, String) {
-    let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(10)).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
-    let req = format!(
-        "POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{INITIALIZE}",
-        INITIALIZE.len()
-    );
-    s.write_all(req.as_bytes()).unwrap();
-    let mut buf = vec![0u8; 4096];
-    let mut got = Vec::new();
-    // The status line and headers (and a short body) arrive in the first reads.
-    while !String::from_utf8_lossy(&got).contains("\r\n\r\n") {
-        match s.read(&mut buf) {
-            Ok(0) | Err(_) => break,
-            Ok(n) => got.extend_from_slice(&buf[..n]),
-        }
+    let a = mcp_post(addr, path, None, &[], INITIALIZE);
+    (a.status, a.body)
+}
+
+/// A new session over raw HTTP: its id.
+fn raw_session(addr: SocketAddr, path: &str) -> String {
+    let a = mcp_post(addr, path, None, &[], INITIALIZE);
+    assert_eq!(a.status, 200, "{a:?}");
+    let id = a.header("mcp-session-id").unwrap_or_else(|| panic!("no session id: {a:?}")).to_owned();
+    let done = mcp_post(addr, path, Some(&id), &[], r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+    assert_eq!(done.status, 202, "{done:?}");
+    id
+}
+
+/// The JSON-RPC message of an answer: its JSON body, or the last `data:` event of its SSE.
+fn jsonrpc_of(a: &http::Answer) -> Value {
+    if a.header("content-type").is_some_and(|t| t.starts_with("application/json")) {
+        return a.json();
     }
-    let _ = s.set_read_timeout(Some(Duration::from_millis(500)));
-    if let Ok(n) = s.read(&mut buf) {
-        got.extend_from_slice(&buf[..n]);
-    }
-    let text = String::from_utf8_lossy(&got).into_owned();
-    let status =
-        text.split_whitespace().nth(1).and_then(|c| c.parse().ok()).unwrap_or_else(|| panic!("no status: {text}"));
-    (status, text)
+    let data = a.body.lines().filter_map(|l| l.strip_prefix("data: ")).rfind(|d| d.starts_with('{'));
+    serde_json::from_str(data.unwrap_or_else(|| panic!("no JSON-RPC message: {a:?}"))).unwrap()
+}
+
+/// A refusal before MCP: this status and a JSON-RPC error body.
+fn assert_refused(a: &http::Answer, status: u16, code: i64) {
+    assert_eq!(a.status, status, "{a:?}");
+    let body = a.json();
+    assert_eq!((body["jsonrpc"].as_str(), body["error"]["code"].as_i64()), (Some("2.0"), Some(code)), "{a:?}");
+}
+
+/// `bridge_client.py ARGS` with its stdin, stdout and stderr piped.
+fn spawn_client(python: &Path, args: &[&str]) -> Child {
+    let mut cmd = Command::new(python);
+    cmd.arg(client_script()).args(args).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    cmd.spawn().unwrap()
+}
+
+/// The path of a route's URL (`/cursor-pi-tool-bridge/<token>/mcp`).
+fn path_of(url: &str) -> String {
+    url[url.find("/cursor-pi-tool-bridge/").unwrap()..].to_owned()
 }
 
 /// Wait for a client whose stdout is already taken: its exit code and stderr.
@@ -194,14 +221,7 @@ fn text_of(result: &Value) -> &str {
 fn a_real_mcp_client_lists_calls_and_cancels_through_the_bridge() {
     let Some(python) = mcp_python() else { return };
     let mut bridge = Bridge::start(&[], &[]);
-    let mut client = Command::new(&python)
-        .arg(client_script())
-        .args(["session", &bridge.url])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut client = spawn_client(&python, &["session", &bridge.url]);
     let client_out = line_reader(client.stdout.take().unwrap());
     let mut client_in = client.stdin.take().unwrap();
 
@@ -316,6 +336,8 @@ fn a_deadline_rejects_the_slow_call_aborts_pi_and_diagnostics_leak_nothing() {
     assert!(error.contains("Cursor pi bridge CallTool timed out after 500 ms"), "{error}");
     let (code, stderr) = wait_client(client);
     assert_eq!(code, Some(0), "client stderr: {stderr}");
+    // The client ended its session (DELETE) while the endpoint was up: answered as it expects.
+    assert!(!stderr.contains("Session termination failed"), "{stderr}");
 
     let (port, token) = (bridge.port().to_string(), bridge.token());
     let (code, _, stderr) = bridge.finish();
@@ -450,14 +472,261 @@ fn a_thousand_concurrent_calls_across_fifty_runs_each_resolve_once_with_their_ow
         // Dispose one run: its route answers 410, the others still serve; a wrong token is 404.
         server.dispose_run(&routes[0].run_id).await.unwrap();
         let addr = server.local_addr();
-        let path = |url: &str| url[url.find("/cursor-pi-tool-bridge/").unwrap()..].to_owned();
-        let (gone, live) = (path(&routes[0].url), path(&routes[1].url));
+        let (gone, live) = (path_of(&routes[0].url), path_of(&routes[1].url));
         let statuses = tokio::task::spawn_blocking(move || {
             (http_post(addr, &gone).0, http_post(addr, &live).0, http_post(addr, "/cursor-pi-tool-bridge/ffff/mcp").0)
         })
         .await
         .unwrap();
         assert_eq!(statuses, (410, 200, 404));
+        server.shutdown().await;
+    });
+}
+
+/// Issue 20 item 3: the Streamable HTTP spec's Origin check. A browser page's request — another
+/// site's `Origin`, or `null` — is refused (403, a JSON-RPC error body), on `initialize` and on a
+/// `tools/call` of an open session alike; so are a foreign `Host` (DNS rebinding) and a body not
+/// declared JSON. A request with no Origin (a non-browser client) is served. The official client
+/// made to send an Origin gets the refusal as its error. No refused call reaches pi's side.
+#[test]
+fn browser_origins_foreign_hosts_and_plain_text_are_refused() {
+    let bridge = Bridge::start(&[], &[]);
+    let (addr, path) = (bridge.addr(), bridge.path());
+    let evil_host = format!("evil.example:{}", bridge.port());
+    for (extra, status) in [
+        (vec![("Origin", "http://evil.example")], 403),
+        (vec![("Origin", "null")], 403),
+        (vec![("Host", evil_host.as_str())], 403),
+        (vec![("Host", evil_host.as_str()), ("Origin", "http://evil.example")], 403),
+    ] {
+        let a = mcp_post(addr, &path, None, &extra, INITIALIZE);
+        assert_refused(&a, status, -32000);
+        assert_eq!(a.header("mcp-session-id"), None, "{extra:?} opened a session");
+    }
+    let plain =
+        http::request(addr, "POST", &path, &[("Content-Type", "text/plain"), MCP_HEADERS[1]], INITIALIZE.as_bytes());
+    assert_refused(&plain, 415, -32000);
+    let preflight = [("Origin", "http://evil.example"), ("Access-Control-Request-Method", "POST")];
+    let answer = http::request(addr, "OPTIONS", &path, &preflight, b"");
+    assert_refused(&answer, 403, -32000);
+    assert_eq!(answer.header("access-control-allow-origin"), None);
+
+    // An open session: a tools/call carrying a page's Origin is refused too; without one it is served.
+    let session = raw_session(addr, &path);
+    let call = r#"{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"pi__sem_reindex","arguments":{"path":"ATTACK"}}}"#;
+    assert_refused(&mcp_post(addr, &path, Some(&session), &[("Origin", "http://evil.example")], call), 403, -32000);
+    assert_refused(&mcp_post(addr, &path, Some(&session), &[("Origin", "null")], call), 403, -32000);
+    let listed =
+        jsonrpc_of(&mcp_post(addr, &path, Some(&session), &[], r#"{"jsonrpc":"2.0","id":6,"method":"tools/list"}"#));
+    assert_eq!(listed["result"]["tools"].as_array().map(Vec::len), Some(2), "{listed}");
+
+    if let Some(python) = mcp_python() {
+        let mut cmd = Command::new(python);
+        cmd.arg(client_script()).args(["origin", &bridge.url, "http://evil.example"]);
+        let done = common::run_with_timeout(&mut cmd, None, LINE_WAIT).unwrap();
+        let out: Value =
+            serde_json::from_str(done.stdout.trim()).unwrap_or_else(|e| panic!("{e}: {} {}", done.stdout, done.stderr));
+        let error = out["error"].as_str().unwrap_or_else(|| panic!("the client with an Origin was served: {out}"));
+        assert!(error.contains("browser origin are not allowed"), "{error}");
+    }
+    let (code, rest, stderr) = bridge.finish();
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(rest.iter().all(|l| !l.contains("bridge_call")), "a refused call reached pi: {rest:?}");
+}
+
+/// Issue 20 item 3: protocol answers. Malformed JSON → 400 with JSON-RPC -32700 (rmcp alone: 415);
+/// JSON that is no JSON-RPC message → 400 / -32600; a `tools/call` whose `arguments` is not an
+/// object → -32602 invalid params (rmcp alone: -32601); an unknown method stays -32601. A session
+/// `DELETE` → 200 as the official SDKs expect (rmcp alone: 202), then the session is gone (404
+/// for its requests and a second DELETE).
+#[test]
+fn protocol_errors_and_session_delete_answer_as_the_spec_says() {
+    let bridge = Bridge::start(&[], &[]);
+    let (addr, path) = (bridge.addr(), bridge.path());
+    let session = raw_session(addr, &path);
+    for s in [None, Some(session.as_str())] {
+        assert_refused(&mcp_post(addr, &path, s, &[], "{not json"), 400, -32700);
+        assert_refused(&mcp_post(addr, &path, s, &[], r#"{"jsonrpc":"2.0","id":"#), 400, -32700);
+        let odd = mcp_post(addr, &path, s, &[], r#"{"jsonrpc":"2.0","id":9,"params":{}}"#);
+        assert_refused(&odd, 400, -32600);
+        assert_eq!(odd.json()["id"], 9, "{odd:?}");
+    }
+    for args in [r#""path=src""#, "[1]", "7"] {
+        let body = format!(
+            r#"{{"jsonrpc":"2.0","id":11,"method":"tools/call","params":{{"name":"pi__sem_reindex","arguments":{args}}}}}"#
+        );
+        let answer = jsonrpc_of(&mcp_post(addr, &path, Some(&session), &[], &body));
+        assert_eq!(
+            (answer["id"].as_i64(), answer["error"]["code"].as_i64()),
+            (Some(11), Some(-32602)),
+            "{args}: {answer}"
+        );
+    }
+    let unknown =
+        jsonrpc_of(&mcp_post(addr, &path, Some(&session), &[], r#"{"jsonrpc":"2.0","id":12,"method":"tools/nope"}"#));
+    assert_eq!(unknown["error"]["code"], -32601, "{unknown}");
+
+    let delete = |s: &str| http::request(addr, "DELETE", &path, &[("Mcp-Session-Id", s)], b"");
+    let deleted = delete(&session);
+    assert_eq!(deleted.status, 200, "{deleted:?}");
+    assert_refused(&delete(&session), 404, -32000);
+    assert_refused(&delete("no-such-session"), 404, -32000);
+    let after = mcp_post(addr, &path, Some(&session), &[], r#"{"jsonrpc":"2.0","id":13,"method":"tools/list"}"#);
+    assert_eq!(after.status, 404, "{after:?}");
+    let (code, rest, stderr) = bridge.finish();
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(rest.iter().all(|l| !l.contains("bridge_call")), "a malformed call reached pi: {rest:?}");
+}
+
+/// The pi tool definitions of the tests' endpoint.
+fn tool_defs() -> Vec<PiToolDef> {
+    serde_json::from_str(&std::fs::read_to_string(tools_file()).unwrap()).unwrap()
+}
+
+/// How many of these sessions of `path` still answer (a `tools/list`; 404 when closed).
+fn alive(addr: SocketAddr, path: &str, sessions: &[String]) -> Vec<bool> {
+    sessions
+        .iter()
+        .map(|s| {
+            let a = mcp_post(addr, path, Some(s), &[], r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#);
+            assert!(matches!(a.status, 200 | 404), "{a:?}");
+            a.status == 200
+        })
+        .collect()
+}
+
+/// Issue 20 item 3: sessions are capped per route and in total whatever a holder of the URL sends
+/// (the count, not RSS, is what a test can check). Past a cap the least recently used idle session
+/// is closed (its requests get 404); sessions with an open stream (a client's standing GET) are
+/// kept, and when every session at the cap is busy a new one gets 503 — until a stream closes.
+#[test]
+fn sessions_stay_at_their_caps_and_busy_ones_are_kept() {
+    actix::System::new().block_on(async move {
+        let mut settings = BridgeSettings::from_lookup(|_| None);
+        settings.sessions = SessionLimits { per_route: 4, total: 6 };
+        let (server, _events) =
+            BridgeServer::start(BridgeServerOptions { settings, ..Default::default() }).await.unwrap();
+        let a = server.add_run(&tool_defs()).await.unwrap().unwrap();
+        let b = server.add_run(&tool_defs()).await.unwrap().unwrap();
+        let addr = server.local_addr();
+        let (pa, pb) = (path_of(&a.url), path_of(&b.url));
+        let open = |path: &String, n: usize| {
+            let path = path.clone();
+            off_thread(move || (0..n).map(|_| raw_session(addr, &path)).collect::<Vec<_>>())
+        };
+        let alive_of = |path: &String, sessions: &[String]| {
+            let (path, sessions) = (path.clone(), sessions.to_vec());
+            off_thread(move || alive(addr, &path, &sessions))
+        };
+        let dead_then_live = |dead: usize, live: usize| [vec![false; dead], vec![true; live]].concat();
+
+        let on_a = open(&pa, 20).await;
+        assert_eq!(server.session_count(), 4, "the route's cap");
+        assert_eq!(alive_of(&pa, &on_a).await, dead_then_live(16, 4), "the oldest were closed");
+        let on_b = open(&pb, 20).await;
+        assert_eq!(server.session_count(), 6, "the total cap");
+        assert_eq!(alive_of(&pb, &on_b).await, dead_then_live(16, 4));
+        assert_eq!(alive_of(&pa, &on_a).await, dead_then_live(18, 2), "route a's least recently used made room");
+
+        // Route b's four sessions busy with a standing GET stream each: a fifth is refused (503).
+        let (p, busy) = (pb.clone(), on_b[16..].to_vec());
+        let streams = off_thread(move || {
+            busy.iter()
+                .map(|s| {
+                    let headers = [("Accept", "text/event-stream"), ("Mcp-Session-Id", s.as_str())];
+                    let mut stream = http::send(addr, "GET", &p, &headers, b"");
+                    let head = http::read_head(&mut stream);
+                    assert_eq!(head.status, 200, "{head:?}");
+                    stream
+                })
+                .collect::<Vec<_>>()
+        })
+        .await;
+        let p = pb.clone();
+        assert_refused(&off_thread(move || mcp_post(addr, &p, None, &[], INITIALIZE)).await, 503, -32000);
+        assert_eq!(server.session_count(), 6);
+        // Route a is under its cap: the total's room comes from an idle session (a's), not b's busy ones.
+        open(&pa, 1).await;
+        assert_eq!(alive_of(&pb, &on_b[16..]).await, [true; 4]);
+        assert_eq!(server.session_count(), 6);
+
+        // The streams close: route b takes a new session again (once the server has seen them go).
+        drop(streams);
+        let p = pb.clone();
+        let admitted = off_thread(move || {
+            (0..120).any(|_| {
+                let a = mcp_post(addr, &p, None, &[], INITIALIZE);
+                assert!(matches!(a.status, 200 | 503), "{a:?}");
+                if a.status == 503 {
+                    std::thread::sleep(Duration::from_millis(500));
+                }
+                a.status == 200
+            })
+        })
+        .await;
+        assert!(admitted, "closed streams still hold their sessions busy");
+        assert_eq!(server.session_count(), 6);
+        server.shutdown().await;
+    });
+}
+
+/// Run blocking `f` (raw HTTP to the in-process server) off the async workers.
+async fn off_thread<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
+    tokio::task::spawn_blocking(f).await.unwrap()
+}
+
+/// With the default caps, a flood of `initialize` on one route leaves the route's cap of
+/// sessions, and a live client of the official SDK (its standing GET stream keeps its session
+/// busy) goes on calling tools through it.
+#[test]
+fn a_flood_of_sessions_stays_at_the_default_cap_and_a_live_client_goes_on() {
+    const FLOOD: usize = 1000;
+    actix::System::new().block_on(async move {
+        let settings = BridgeSettings::from_lookup(|_| None);
+        let cap = settings.sessions.per_route;
+        let (server, mut events) =
+            BridgeServer::start(BridgeServerOptions { settings, ..Default::default() }).await.unwrap();
+        let route = server.add_run(&tool_defs()).await.unwrap().unwrap();
+        let addr = server.local_addr();
+        let path = path_of(&route.url);
+
+        // The live client, when the SDK is here: initialized, tools listed, its GET stream open.
+        let client = match mcp_python() {
+            Some(python) => {
+                let mut child = spawn_client(&python, &["survive", &route.url]);
+                let out = line_reader(child.stdout.take().unwrap());
+                let (ready, out) = off_thread(move || (next_json(&out, "ready"), out)).await;
+                assert_eq!(ready["step"], "ready");
+                Some((child, out))
+            }
+            None => None,
+        };
+
+        off_thread(move || {
+            for _ in 0..FLOOD {
+                let a = mcp_post(addr, &path, None, &[], INITIALIZE);
+                assert_eq!(a.status, 200, "{a:?}");
+            }
+        })
+        .await;
+        assert_eq!(server.session_count(), cap, "{FLOOD} sessions asked, the cap kept");
+
+        if let Some((mut child, out)) = client {
+            writeln!(child.stdin.as_mut().unwrap(), "go").unwrap();
+            let call = tokio::time::timeout(LINE_WAIT, events.recv()).await;
+            let Ok(Some(BridgeEvent::Call { pi_call_id, args, .. })) = call else {
+                drop(child.stdin.take());
+                panic!("the live client's call never came: {:?}", off_thread(move || wait_client(child)).await);
+            };
+            assert_eq!(args, json!({"path": "after-flood"}));
+            server.pi_result(&pi_call_id, vec![json!({"type": "text", "text": "still here"})], false).await.unwrap();
+            let result = off_thread(move || next_json(&out, "call")).await;
+            assert_eq!(text_of(&result), "still here", "{result}");
+            drop(child.stdin.take());
+            let (code, stderr) = off_thread(move || wait_client(child)).await;
+            assert_eq!(code, Some(0), "{stderr}");
+            assert!(!stderr.contains("Session termination failed"), "{stderr}");
+        }
         server.shutdown().await;
     });
 }

@@ -6,8 +6,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, Implementation, ListToolsResult, PaginatedRequestParams,
-    ServerCapabilities, ServerConfig, Tool,
+    CallToolRequestParams, CallToolResponse, CallToolResult, CustomRequest, CustomResult, ErrorCode, Implementation,
+    ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
@@ -83,7 +83,30 @@ impl ServerHandler for RunHandler {
             CallOutcome::Rejected { message, .. } => Err(McpError::internal_error(message, None)),
         }
     }
+
+    /// rmcp parses a request whose params do not fit its method's type (`tools/call` with string
+    /// `arguments`) as a custom request: for a method served here that is `-32602` invalid params
+    /// (JSON-RPC), not "method not found".
+    async fn on_custom_request(
+        &self,
+        request: CustomRequest,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CustomResult, McpError> {
+        if !SERVED_METHODS.contains(&request.method.as_str()) {
+            return Err(McpError::new(ErrorCode::METHOD_NOT_FOUND, request.method, None));
+        }
+        let why = match request.method.as_str() {
+            "tools/call" => request.params_as::<CallToolRequestParams>().err(),
+            _ => request.params_as::<PaginatedRequestParams>().err(),
+        };
+        let why = why.map_or_else(|| "params of the wrong shape".to_owned(), |e| e.to_string());
+        Err(McpError::invalid_params(format!("Invalid params for {}: {why}", request.method), None))
+    }
 }
+
+/// The MCP methods this server serves; a request for one of them that reached
+/// [`ServerHandler::on_custom_request`] had params of the wrong shape.
+const SERVED_METHODS: [&str; 2] = ["tools/call", "tools/list"];
 
 fn request_id_text(id: &rmcp::model::RequestId) -> String {
     serde_json::to_string(id).unwrap_or_default()

@@ -6,13 +6,16 @@
 //! stdio; the pi provider will own one route per Cursor run.
 
 mod diagnostics;
+mod front;
 mod handler;
 mod routes;
 mod server;
+mod sessions;
 pub mod settings;
 
 pub use diagnostics::{Diagnostics, STDERR_PREFIX};
 pub use handler::SERVER_NAME;
 pub use routes::{route_path, PATH_PREFIX, PATH_SUFFIX};
 pub use server::{BridgeError, BridgeEvent, BridgeServer, BridgeServerOptions, CallOutcome, RunRoute};
+pub use sessions::SessionLimits;
 pub use settings::BridgeSettings;

@@ -1,4 +1,5 @@
-//! [`BridgeServer`]: the HTTP listener (axum), the route registry, and the [`Hub`] that carries
+//! [`BridgeServer`]: the HTTP listener (axum, its front in `super::front`), the route registry, the
+//! capped MCP sessions (`super::sessions`), and the [`Hub`] that carries
 //! calls between the MCP handlers, the bridge queue actor and the owner of the runs (pi's side):
 //! it keeps one waiter per pending MCP call, delivers the queue's outputs in order (dispatches and
 //! aborts to the owner as [`BridgeEvent`]s, results and rejections to the waiters, diagnostics to
@@ -11,12 +12,6 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use actix::{Actor, Addr};
-use axum::body::Body;
-use axum::extract::{ConnectInfo, Request, State};
-use axum::http::StatusCode;
-use axum::response::{IntoResponse, Response};
-use futures::FutureExt;
-use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use rmcp::ErrorData as McpError;
 use serde_json::Value;
@@ -32,9 +27,11 @@ use toolstream_actors::messages::{
 };
 
 use super::diagnostics::Diagnostics;
+use super::front;
 use super::handler::RunHandler;
 use super::routes::{self, Lookup, Routes};
-use super::settings::BridgeSettings;
+use super::sessions::{RouteId, RouteSessions, SessionPool};
+use super::settings::{BridgeSettings, MAX_BODY_BYTES};
 
 /// What the owner of the runs (pi's side) must do.
 #[derive(Debug, Clone, PartialEq)]
@@ -92,13 +89,14 @@ impl Default for BridgeServerOptions {
     }
 }
 
-type McpService = StreamableHttpService<RunHandler, LocalSessionManager>;
+pub(super) type McpService = StreamableHttpService<RunHandler, RouteSessions>;
 
 #[derive(Clone)]
-struct LiveRoute {
-    service: McpService,
+pub(super) struct LiveRoute {
+    pub(super) id: RouteId,
+    pub(super) service: McpService,
     /// Cancelling it closes the route's MCP sessions (the transport).
-    closed: CancellationToken,
+    pub(super) closed: CancellationToken,
 }
 
 /// Shared by the HTTP layer, the MCP handlers and the server handle.
@@ -109,12 +107,15 @@ pub struct Hub {
     events: mpsc::UnboundedSender<BridgeEvent>,
     waiters: Mutex<HashMap<String, oneshot::Sender<CallOutcome>>>,
     routes: Mutex<Routes<LiveRoute>>,
+    /// Every route's MCP sessions, capped.
+    pub(super) sessions: Arc<SessionPool>,
     /// run id → token (for dispose).
     tokens: Mutex<HashMap<String, String>>,
     clock: Instant,
     deadline_changed: Notify,
     next_call: AtomicU64,
     next_session: AtomicU64,
+    next_route: AtomicU64,
 }
 
 impl std::fmt::Debug for Hub {
@@ -124,6 +125,11 @@ impl std::fmt::Debug for Hub {
 }
 
 impl Hub {
+    /// What a request from `peer` for `path` gets (`None`: the registry is unusable).
+    pub(super) fn lookup(&self, peer: IpAddr, path: &str) -> Option<Lookup<LiveRoute>> {
+        self.routes.lock().ok().map(|r| r.lookup(peer, path))
+    }
+
     fn now_ms(&self) -> u64 {
         u64::try_from(self.clock.elapsed().as_millis()).unwrap_or(u64::MAX)
     }
@@ -257,6 +263,7 @@ impl BridgeServer {
         let diagnostics = Diagnostics::new(opts.settings.debug_stderr, opts.settings.debug_file.as_deref())?;
         let actor = BridgeQueueActor::new(BridgeQueueConfig { call_timeout_ms: opts.settings.call_timeout_ms }).start();
         let (events, rx) = mpsc::unbounded_channel();
+        let sessions = SessionPool::new(opts.settings.sessions);
         let hub = Arc::new(Hub {
             actor,
             settings: opts.settings,
@@ -264,16 +271,18 @@ impl BridgeServer {
             events,
             waiters: Mutex::new(HashMap::new()),
             routes: Mutex::new(Routes::default()),
+            sessions,
             tokens: Mutex::new(HashMap::new()),
             clock: Instant::now(),
             deadline_changed: Notify::new(),
             next_call: AtomicU64::new(0),
             next_session: AtomicU64::new(0),
+            next_route: AtomicU64::new(0),
         });
         let listener = tokio::net::TcpListener::bind(SocketAddr::new(opts.listen, 0)).await?;
         let addr = listener.local_addr()?;
         let stop = CancellationToken::new();
-        let app = axum::Router::new().fallback(route_request).with_state(hub.clone());
+        let app = front::app(hub.clone(), opts.listen);
         let shutdown = stop.clone();
         tokio::spawn(async move {
             let serve = axum::serve(listener, app.into_make_service_with_connect_info::<SocketAddr>())
@@ -293,6 +302,11 @@ impl BridgeServer {
 
     pub fn settings(&self) -> &BridgeSettings {
         &self.hub.settings
+    }
+
+    /// MCP sessions open now, all runs (at most `settings().sessions.total`).
+    pub fn session_count(&self) -> usize {
+        self.hub.sessions.count()
     }
 
     /// Add a run exposing pi's `tools` (as SPEC §7 selects them): its own route. `None` when the
@@ -323,17 +337,24 @@ impl BridgeServer {
         let token = routes::new_token()?;
         let closed = self.stop.child_token();
         let (hub, rid) = (self.hub.clone(), run_id.clone());
-        let config = StreamableHttpServerConfig::default().with_cancellation_token(closed.clone());
+        // Host and Origin are checked once, for both servers, by the guard in front
+        // (`crate::local_http`); rmcp's own Host list would be a second, different rule.
+        let config = StreamableHttpServerConfig::default()
+            .with_cancellation_token(closed.clone())
+            .disable_allowed_hosts()
+            .with_max_request_body_bytes(MAX_BODY_BYTES);
+        let route_id = self.hub.next_route.fetch_add(1, Ordering::Relaxed);
+        let sessions = Arc::new(self.hub.sessions.route(route_id));
         let service = StreamableHttpService::new(
             move || {
                 let session = hub.next_session.fetch_add(1, Ordering::Relaxed) + 1;
                 Ok(RunHandler { hub: hub.clone(), run_id: rid.clone(), session })
             },
-            Arc::new(LocalSessionManager::default()),
+            sessions,
             config,
         );
         if let Ok(mut r) = self.hub.routes.lock() {
-            r.insert(token.clone(), LiveRoute { service, closed });
+            r.insert(token.clone(), LiveRoute { id: route_id, service, closed });
         }
         if let Ok(mut t) = self.hub.tokens.lock() {
             t.insert(run_id.clone(), token.clone());
@@ -361,6 +382,7 @@ impl BridgeServer {
         }
         if let Some(route) = route {
             route.closed.cancel();
+            self.hub.sessions.forget_route(route.id);
         }
         outs.map(|_| ())
     }
@@ -408,43 +430,4 @@ impl BridgeServer {
         }
         self.stop.cancel();
     }
-}
-
-/// Every request: peer and path checks, then the run's MCP service.
-async fn route_request(
-    State(hub): State<Arc<Hub>>,
-    ConnectInfo(peer): ConnectInfo<SocketAddr>,
-    req: Request,
-) -> Response {
-    let lookup = match hub.routes.lock() {
-        Ok(r) => r.lookup(peer.ip(), req.uri().path()),
-        Err(_) => return plain(StatusCode::INTERNAL_SERVER_ERROR, "pi bridge route registry unavailable"),
-    };
-    let route = match lookup {
-        Lookup::Live(route) => route,
-        Lookup::Forbidden => return plain(StatusCode::FORBIDDEN, "pi bridge: only loopback peers are served"),
-        Lookup::NotFound => return plain(StatusCode::NOT_FOUND, "not found"),
-        Lookup::Gone => return plain(StatusCode::GONE, "pi bridge run disposed"),
-    };
-    if route.closed.is_cancelled() {
-        return plain(StatusCode::GONE, "pi bridge run disposed");
-    }
-    let mut service = route.service;
-    let call = std::panic::AssertUnwindSafe(tower_call(&mut service, req)).catch_unwind();
-    match call.await {
-        Ok(resp) => resp,
-        Err(_) => plain(StatusCode::INTERNAL_SERVER_ERROR, "pi bridge handler failed"),
-    }
-}
-
-async fn tower_call(service: &mut McpService, req: Request) -> Response {
-    use tower_service::Service;
-    match service.call(req).await {
-        Ok(resp) => resp.map(Body::new),
-        Err(never) => match never {},
-    }
-}
-
-fn plain(status: StatusCode, text: &'static str) -> Response {
-    (status, text).into_response()
 }

@@ -2,12 +2,15 @@
 //! extension and `cursor-agent` users already set: on/off, exposure switches, the per-call deadline
 //! and its ceiling, the connect/list timeout, and the diagnostics. Declared here, once: their clamp
 //! rules (a ceiling and a value that may only lower it, seconds or milliseconds) are the
-//! extension's, not those of the `settings!` table in `crate::config`.
+//! extension's, not those of the `settings!` table in `crate::config`. The endpoint's own bounds
+//! (sessions, body size) are fixed limits, declared here too, not settings.
 
 use std::path::PathBuf;
 
 use toolstream_actors::bridge::exposure::ExposureSettings;
 use toolstream_actors::bridge::DEFAULT_CALL_TIMEOUT_MS;
+
+use super::sessions::SessionLimits;
 
 pub const ENV_BRIDGE: &str = "PI_CURSOR_PI_TOOL_BRIDGE";
 pub const ENV_EXPOSE_BUILTINS: &str = "PI_CURSOR_EXPOSE_BUILTIN_TOOLS";
@@ -28,6 +31,13 @@ pub const DEFAULT_CONNECT_TIMEOUT_MS: u64 = 10_000;
 pub const CONNECT_TIMEOUT_MIN_MS: u64 = 1_000;
 pub const CONNECT_TIMEOUT_MAX_MS: u64 = 60_000;
 
+/// MCP sessions open at once (each ~67 KB until closed or 300 s idle), per route (one run) and per
+/// endpoint. Past a cap the least recently used idle session is closed; when all are busy a new one
+/// gets 503 (`super::sessions`).
+pub const SESSION_LIMITS: SessionLimits = SessionLimits { per_route: 16, total: 256 };
+/// Largest MCP request body, in bytes (rmcp's own default, enforced before it: 413).
+pub const MAX_BODY_BYTES: usize = 4 << 20;
+
 /// The effective bridge settings.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BridgeSettings {
@@ -42,6 +52,8 @@ pub struct BridgeSettings {
     pub debug_file: Option<PathBuf>,
     /// Values that were ignored or clamped, to say on stderr.
     pub warnings: Vec<String>,
+    /// The caps on MCP sessions ([`SESSION_LIMITS`]; tests lower them).
+    pub sessions: SessionLimits,
 }
 
 impl Default for BridgeSettings {
@@ -98,7 +110,15 @@ impl BridgeSettings {
             })
             .unwrap_or(DEFAULT_CONNECT_TIMEOUT_MS);
         let debug_file = get(ENV_DEBUG_FILE).filter(|p| !p.trim().is_empty()).map(PathBuf::from);
-        BridgeSettings { exposure, call_timeout_ms, connect_timeout_ms, debug_stderr, debug_file, warnings }
+        BridgeSettings {
+            exposure,
+            call_timeout_ms,
+            connect_timeout_ms,
+            debug_stderr,
+            debug_file,
+            warnings,
+            sessions: SESSION_LIMITS,
+        }
     }
 }
 

@@ -7,6 +7,12 @@ Python SDK (`mcp` 2.x, Streamable HTTP). Prints one JSON object per line on stdo
     bridge_client.py deadline URL   call pi__slow_tool and report the MCP error (the deadline)
     bridge_client.py load           stdin: {"urls": [...], "calls_per_run": N}; N concurrent
                                     pi__sem_reindex calls per URL, each on its own session per URL
+    bridge_client.py origin URL ORIGIN
+                                    initialize as a browser page of ORIGIN would (an `Origin`
+                                    header) and report how it ended
+    bridge_client.py survive URL    initialize and list tools, say `ready`, wait for a line on
+                                    stdin (the test floods the endpoint meanwhile), then call
+                                    pi__sem_reindex on the same session
 """
 
 import json
@@ -16,6 +22,7 @@ import anyio
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp import MCPError
+from mcp.shared._httpx_utils import create_mcp_http_client
 
 
 def say(obj):
@@ -102,6 +109,31 @@ async def load_mode():
     say({"step": "load", "results": results})
 
 
+async def origin_mode(url, origin):
+    client = create_mcp_http_client(headers={"Origin": origin})
+    try:
+        async with client:
+            async with streamable_http_client(url, http_client=client) as (read, write):
+                async with ClientSession(read, write) as session:
+                    await session.initialize()
+                    say({"step": "origin", "initialized": True})
+    except Exception as e:  # the MCP error the server's refusal became (inside task groups)
+        while isinstance(e, BaseExceptionGroup) and e.exceptions:
+            e = e.exceptions[0]
+        say({"step": "origin", "error": f"{type(e).__name__}: {e}"})
+
+
+async def survive_mode(url):
+    async with streamable_http_client(url) as (read, write):
+        async with ClientSession(read, write) as session:
+            await session.initialize()
+            await session.list_tools()
+            say({"step": "ready"})
+            await anyio.to_thread.run_sync(sys.stdin.readline)
+            result = await session.call_tool("pi__sem_reindex", {"path": "after-flood"})
+            say({"step": "call", **result_json(result)})
+
+
 def main():
     mode = sys.argv[1]
     if mode == "session":
@@ -110,6 +142,10 @@ def main():
         anyio.run(deadline_mode, sys.argv[2])
     elif mode == "load":
         anyio.run(load_mode)
+    elif mode == "origin":
+        anyio.run(origin_mode, sys.argv[2], sys.argv[3])
+    elif mode == "survive":
+        anyio.run(survive_mode, sys.argv[2])
     else:
         sys.exit(f"unknown mode {mode}")
 

@@ -81,7 +81,36 @@ pub struct RunStart {
     pub cwd: Option<String>,
     pub model: Option<String>,
     pub prompt: Option<String>,
+    /// What the source knows of the run beyond these (its parent call, the client's version).
+    pub context: Option<Box<RunContext>>,
     pub extra: UnknownFields,
+}
+
+/// Where a nested run hangs: a subagent's run is the child of its parent's task call.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
+pub struct ParentCall {
+    /// The parent run's session (its conversation).
+    pub session: Arc<str>,
+    /// The parent's task call, as outputs name calls.
+    pub call: CallRef,
+}
+
+/// Typed facts about a run that some sources report (Cursor hooks and agent transcripts): the
+/// parent call of a nested run, the Cursor build, the composer mode and the workspace.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RunContext {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub parent: Option<ParentCall>,
+    /// `cursor_version`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cursor_version: Option<String>,
+    /// `composer_mode` (`agent`, `ask`, …).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub composer_mode: Option<String>,
+    /// `workspace_roots`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub workspace_roots: Vec<String>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -361,6 +390,9 @@ pub enum Output {
         cwd: Option<String>,
         model: Option<String>,
         prompt: Option<String>,
+        /// The source's [`RunContext`], when it has one.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        context: Option<Box<RunContext>>,
     },
     MessageStarted {
         turn: u32,

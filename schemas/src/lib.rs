@@ -5,7 +5,9 @@
 pub mod cursor_bubble;
 pub mod cursor_cli;
 pub mod cursor_exec;
+pub mod cursor_hooks;
 pub mod cursor_sdk;
+pub mod cursor_transcript;
 pub mod event;
 pub mod ids;
 pub mod iso_time;

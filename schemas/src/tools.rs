@@ -88,7 +88,7 @@ use ToolKind as K;
 
 /// The registry, in SPEC §4 order. Index with [`ToolKind::spec`].
 pub static REGISTRY: [ToolSpec; 18] = [
-    spec(K::Read, "read", "readToolCall", &["read_file"], C::Read, "Cursor read", false, true, "read"),
+    spec(K::Read, "read", "readToolCall", &["read_file", "readfile"], C::Read, "Cursor read", false, true, "read"),
     spec(K::Grep, "grep", "grepToolCall", &["grep_search", "search"], C::Grep, "Cursor grep", false, true, "grep"),
     spec(K::Glob, "glob", "globToolCall", &["file_search"], C::Find, "Cursor find", false, true, "find"),
     spec(K::Ls, "ls", "lsToolCall", &["list_dir"], C::Ls, "Cursor ls", false, true, "ls"),
@@ -117,6 +117,7 @@ pub static REGISTRY: [ToolSpec; 18] = [
             "editnotebook",
             "notebook_edit",
             "notebookedit",
+            "multiedit",
         ],
         C::EditOrCursor,
         "Cursor edit",
@@ -147,9 +148,19 @@ pub static REGISTRY: [ToolSpec; 18] = [
         false,
         "diagnostics",
     ),
-    spec(K::UpdateTodos, "updateTodos", "updateTodosToolCall", &[], C::Cursor, "Cursor todos", true, false, "todos"),
+    spec(
+        K::UpdateTodos,
+        "updateTodos",
+        "updateTodosToolCall",
+        &["todowrite"],
+        C::Cursor,
+        "Cursor todos",
+        true,
+        false,
+        "todos",
+    ),
     spec(K::CreatePlan, "createPlan", "createPlanToolCall", &[], C::Cursor, "Cursor plan", true, false, "plan"),
-    spec(K::Task, "task", "taskToolCall", &[], C::Cursor, "Cursor subagent", true, false, "task"),
+    spec(K::Task, "task", "taskToolCall", &["subagent"], C::Cursor, "Cursor subagent", true, false, "task"),
     spec(
         K::GenerateImage,
         "generateImage",
@@ -409,6 +420,27 @@ mod tests {
         assert_eq!(ToolKind::from_alias("StrReplace"), Some(ToolKind::Edit));
         assert_eq!(ToolKind::from_alias("file_search"), Some(ToolKind::Glob));
         assert_eq!(ToolKind::from_alias("constructor"), None);
+        // The names Cursor's hooks and agent transcripts use (SPEC §1.5, §1.6).
+        for (name, kind) in [
+            ("Shell", ToolKind::Shell),
+            ("Read", ToolKind::Read),
+            ("ReadFile", ToolKind::Read),
+            ("Write", ToolKind::Write),
+            ("StrReplace", ToolKind::Edit),
+            ("Edit", ToolKind::Edit),
+            ("MultiEdit", ToolKind::Edit),
+            ("Delete", ToolKind::Delete),
+            ("Grep", ToolKind::Grep),
+            ("Glob", ToolKind::Glob),
+            ("LS", ToolKind::Ls),
+            ("Task", ToolKind::Task),
+            ("Subagent", ToolKind::Task),
+            ("TodoWrite", ToolKind::UpdateTodos),
+            ("WebSearch", ToolKind::WebSearch),
+            ("WebFetch", ToolKind::WebFetch),
+        ] {
+            assert_eq!(ToolKind::from_alias(name), Some(kind), "{name}");
+        }
         assert_eq!(ToolKind::from_alias("toString"), None);
     }
 

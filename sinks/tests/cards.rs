@@ -70,7 +70,12 @@ fn hostile_events() -> Vec<OutputEvent> {
     vec![
         ev(
             &r,
-            Output::RunOpened { cwd: None, model: Some(format!("model {EVIL}")), prompt: Some(format!("ask {EVIL}")) },
+            Output::RunOpened {
+                cwd: None,
+                model: Some(format!("model {EVIL}")),
+                prompt: Some(format!("ask {EVIL}")),
+                context: None,
+            },
         ),
         ev(&r, Output::Thinking { turn: 1, delta: format!("think {EVIL}\nmore") }),
         ev(&r, Output::BlockEnded { turn: 1 }),
@@ -149,8 +154,10 @@ fn with_colour_only_our_own_codes_are_escapes() {
 fn prompt_line_is_the_first_non_blank_line_cleaned_and_bounded() {
     let r = run();
     let prompt = format!("\x07\x1b\r\n  {}\x1b]0;x\x07{}\nsecond line", "p".repeat(230), "q".repeat(50));
-    let out =
-        render(&[ev(&r, Output::RunOpened { cwd: None, model: None, prompt: Some(prompt) })], CardsOptions::default());
+    let out = render(
+        &[ev(&r, Output::RunOpened { cwd: None, model: None, prompt: Some(prompt), context: None })],
+        CardsOptions::default(),
+    );
     let line = out.lines().nth(1).unwrap();
     assert!(line.starts_with("> ppp"), "{line:?}");
     assert_eq!(line.chars().count(), 2 + 240, "{line:?}");

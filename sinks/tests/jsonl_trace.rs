@@ -84,6 +84,7 @@ fn full_run() -> Vec<OutputEvent> {
                 cwd: Some(format!("/home/{SECRET}")),
                 model: Some("gpt-5".into()),
                 prompt: Some(SECRET.into()),
+                context: None,
             },
         ),
         ev(&r, 101, Output::MessageStarted { turn: 1 }),
@@ -296,7 +297,7 @@ fn every_output_maps_to_its_phase_and_fields() {
 fn optional_values_are_null() {
     let r = run(3);
     let bytes = trace(&[
-        ev(&r, 1, Output::RunOpened { cwd: None, model: None, prompt: None }),
+        ev(&r, 1, Output::RunOpened { cwd: None, model: None, prompt: None, context: None }),
         ev(
             &r,
             2,
@@ -584,7 +585,7 @@ fn write_errors_are_reported_as_jsonl_io() {
 }
 
 fn opened(r: &Arc<RunId>, at_ms: u64) -> OutputEvent {
-    ev(r, at_ms, Output::RunOpened { cwd: None, model: Some("Auto".into()), prompt: None })
+    ev(r, at_ms, Output::RunOpened { cwd: None, model: Some("Auto".into()), prompt: None, context: None })
 }
 
 #[test]

@@ -315,7 +315,12 @@ impl Run {
             self.announced = true;
             let s = &self.start;
             tracing::debug!(run = %self.label, at_ms = self.now, model = ?s.model, "run opened");
-            let kind = Output::RunOpened { cwd: s.cwd.clone(), model: s.model.clone(), prompt: s.prompt.clone() };
+            let kind = Output::RunOpened {
+                cwd: s.cwd.clone(),
+                model: s.model.clone(),
+                prompt: s.prompt.clone(),
+                context: s.context.clone(),
+            };
             self.emit(out, kind);
         }
     }

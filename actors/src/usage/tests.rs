@@ -89,7 +89,7 @@ fn usages_with(mut core: UsageCore, events: Vec<RunOutput>) -> Vec<Usage> {
 }
 
 fn opened(prompt: &str) -> Output {
-    Output::RunOpened { cwd: None, model: None, prompt: Some(prompt.into()) }
+    Output::RunOpened { cwd: None, model: None, prompt: Some(prompt.into()), context: None }
 }
 
 #[test]
@@ -200,7 +200,7 @@ fn utf16_units_are_counted_from_utf8_and_while_serializing() {
 /// One message of a run of `model` whose turn reports `input` tokens of prompt.
 fn one_turn(model: &str, input: u64, output: u64) -> Vec<RunOutput> {
     vec![
-        ev(0, Output::RunOpened { cwd: None, model: Some(model.into()), prompt: Some("p".into()) }),
+        ev(0, Output::RunOpened { cwd: None, model: Some(model.into()), prompt: Some("p".into()), context: None }),
         ev(1, Output::MessageStarted { turn: 0 }),
         ev(2, Output::Text { turn: 0, delta: "ok".into() }),
         ev(3, turn(input, output, 0, 0)),

@@ -162,7 +162,13 @@ impl<'a> Conversation<'a> {
     }
 
     fn open(&mut self, prompt: Option<String>, out: &mut Vec<Decoded>) {
-        let start = RunStart { cwd: self.cwd.clone(), model: self.model.clone(), prompt: None, extra: Vec::new() };
+        let start = RunStart {
+            cwd: self.cwd.clone(),
+            model: self.model.clone(),
+            prompt: None,
+            context: None,
+            extra: Vec::new(),
+        };
         out.push(self.event(Input::RunStarted(start)));
         if let Some(text) = prompt {
             out.push(self.event(Input::UserPrompt { text }));

@@ -42,6 +42,7 @@ impl CliDecoder {
                     cwd: rest_str(&line, "cwd"),
                     model: rest_str(&line, "model"),
                     prompt: None,
+                    context: None,
                     extra: unknown(&line, &["cwd", "model", "apiKeySource", "permissionMode"]),
                 }));
                 return Ok(());

@@ -48,6 +48,7 @@ impl SdkDecoder {
                     cwd: start.cwd.clone(),
                     model: start.model_id().map(str::to_owned),
                     prompt: None,
+                    context: None,
                     extra: to_unknown(start.extra)?,
                 }));
                 if let Some(text) = prompt {

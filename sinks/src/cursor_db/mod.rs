@@ -154,7 +154,7 @@ impl CursorDbSink {
     }
 
     fn event(&mut self, ev: &OutputEvent) -> Result<(), SinkError> {
-        if let Output::RunOpened { cwd, model, prompt } = &ev.kind {
+        if let Output::RunOpened { cwd, model, prompt, .. } = &ev.kind {
             self.conversation(&ev.run, ev.at_ms, cwd.as_deref(), model.as_deref(), prompt.as_deref())?;
             let state = RunState { prompt: prompt.clone(), ..RunState::default() };
             self.runs.insert(ev.run.clone(), state);

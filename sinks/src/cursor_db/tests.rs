@@ -28,7 +28,15 @@ fn creates_the_tables_and_commits_only_at_the_checkpoint() {
     let run = Arc::new(RunId { session: Arc::from("chat-1"), seq: 1 });
     let ev = |at, kind| OutputEvent { run: run.clone(), at_ms: at, kind };
     sink.write(&[
-        ev(1_000, Output::RunOpened { cwd: Some("/w".into()), model: Some("m".into()), prompt: Some("hello".into()) }),
+        ev(
+            1_000,
+            Output::RunOpened {
+                cwd: Some("/w".into()),
+                model: Some("m".into()),
+                prompt: Some("hello".into()),
+                context: None,
+            },
+        ),
         ev(1_001, Output::MessageStarted { turn: 1 }),
         ev(1_002, Output::Text { turn: 1, delta: "hi ".into() }),
         ev(1_003, Output::Text { turn: 1, delta: "there".into() }),

@@ -95,7 +95,11 @@ fn cancelled_run() -> Vec<OutputEvent> {
     let run = Arc::new(RunId { session: "chat-1".into(), seq: 1 });
     let shell = || Tool::Known(ToolKind::Shell);
     vec![
-        ev(&run, 0, Output::RunOpened { cwd: None, model: Some("gpt-5".into()), prompt: Some("fix it".into()) }),
+        ev(
+            &run,
+            0,
+            Output::RunOpened { cwd: None, model: Some("gpt-5".into()), prompt: Some("fix it".into()), context: None },
+        ),
         ev(
             &run,
             1_000,

@@ -221,7 +221,7 @@ impl Assembler {
     /// Feed one output event; steps are appended to `out`.
     pub fn push(&mut self, ev: &OutputEvent, out: &mut Vec<Step>) {
         let streaming = self.streaming;
-        if let Output::RunOpened { cwd, model, prompt } = &ev.kind {
+        if let Output::RunOpened { cwd, model, prompt, .. } = &ev.kind {
             let model = model.as_deref().filter(|m| !m.trim().is_empty()).unwrap_or(UNKNOWN_MODEL).to_owned();
             let (carried, response_model) = match &self.requested_model {
                 Some(requested) => (requested.clone(), Some(model.clone())),

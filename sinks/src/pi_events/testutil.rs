@@ -18,7 +18,12 @@ pub fn ev(run: &Arc<RunId>, at_ms: u64, kind: Output) -> OutputEvent {
 }
 
 pub fn opened(model: &str, prompt: &str) -> Output {
-    Output::RunOpened { cwd: Some("/work/p".into()), model: Some(model.into()), prompt: Some(prompt.into()) }
+    Output::RunOpened {
+        cwd: Some("/work/p".into()),
+        model: Some(model.into()),
+        prompt: Some(prompt.into()),
+        context: None,
+    }
 }
 
 pub fn text(s: &str) -> Output {

@@ -321,6 +321,13 @@ impl Pipeline {
                 break Err(PipelineError::Cancelled);
             }
         };
+        if outcome.is_ok() {
+            // Formats whose runs end only with an event of their own close what is still open.
+            decoder.finish(&mut events);
+            for ev in events.drain(..) {
+                self.push_event(&mut feed, ev);
+            }
+        }
         feed.file.bytes = lines.position();
         feed.file.format = decoder.format().map(Format::as_str);
         feed.file.ignored_updates = decoder.ignored_updates();

@@ -212,6 +212,11 @@ pub enum FormatArg {
     CursorSdk,
     /// The agent backend's exec messages in proto3-JSON (seed 002; see `examples/exec-demo.jsonl`).
     CursorExec,
+    /// Cursor hook payloads, one a line: bare, toolstream's spool records, or a recorder's
+    /// envelope (LangSmith's `{ts, evt, cwd, payload}`, agent-bundle's `{event: {native}}`).
+    CursorHooks,
+    /// A Cursor agent transcript (`~/.cursor/projects/<slug>/agent-transcripts/<id>/<id>.jsonl`).
+    CursorTranscript,
 }
 
 impl FormatArg {
@@ -221,6 +226,8 @@ impl FormatArg {
             FormatArg::CursorCli => Some(Format::CursorCli),
             FormatArg::CursorSdk => Some(Format::CursorSdk),
             FormatArg::CursorExec => Some(Format::CursorExec),
+            FormatArg::CursorHooks => Some(Format::CursorHooks),
+            FormatArg::CursorTranscript => Some(Format::CursorTranscript),
         }
     }
 }

@@ -1,11 +1,14 @@
 //! Decoding: NDJSON framing, per-file format detection (Cursor CLI `stream-json`, the
-//! `@cursor/sdk` recording format, or an exec recording of the agent backend's messages) and decoding of each line into canonical input events. A bad
-//! line becomes a [`DecodeError`] with its line number and byte offset; decoding goes on.
+//! `@cursor/sdk` recording format, an exec recording of the agent backend's messages, a Cursor
+//! hook log, or a Cursor agent transcript) and decoding of each line into canonical input events.
+//! A bad line becomes a [`DecodeError`] with its line number and byte offset; decoding goes on.
 
 pub mod cli;
 pub mod exec;
 pub mod framing;
+pub mod hooks;
 pub mod sdk;
+pub mod transcript;
 
 use std::sync::Arc;
 
@@ -25,6 +28,11 @@ pub enum Format {
     CursorSdk,
     /// The agent backend's exec protocol in proto3-JSON (`{"interactionUpdate"|"execServerMessage"|…}`).
     CursorExec,
+    /// Cursor hook payloads, one a line: bare, in toolstream's spool records or in a recorder's
+    /// envelope (SPEC §1.5).
+    CursorHooks,
+    /// A Cursor agent transcript (`agent-transcripts/<id>/<id>.jsonl`, SPEC §1.6).
+    CursorTranscript,
 }
 
 impl Format {
@@ -33,6 +41,8 @@ impl Format {
             Format::CursorCli => "cursor-cli",
             Format::CursorSdk => "cursor-sdk",
             Format::CursorExec => "cursor-exec",
+            Format::CursorHooks => "cursor-hooks",
+            Format::CursorTranscript => "cursor-transcript",
         }
     }
 }
@@ -57,6 +67,11 @@ pub struct Decoder {
     cli: cli::CliDecoder,
     sdk: sdk::SdkDecoder,
     exec: exec::ExecDecoder,
+    hooks: hooks::HookDecoder,
+    /// Created at the first transcript line (it needs the source's name).
+    transcript: Option<transcript::TranscriptDecoder>,
+    /// The hook decoder's output before its turn tags are dropped.
+    tagged: Vec<hooks::Tagged>,
     max_line: usize,
 }
 
@@ -70,6 +85,9 @@ impl Decoder {
             cli: cli::CliDecoder::default(),
             sdk: sdk::SdkDecoder::default(),
             exec: exec::ExecDecoder::default(),
+            hooks: hooks::HookDecoder::default(),
+            transcript: None,
+            tagged: Vec::new(),
             max_line: framing::DEFAULT_MAX_LINE_BYTES,
         }
     }
@@ -88,9 +106,30 @@ impl Decoder {
         self.format
     }
 
-    /// SDK updates of the types SPEC §1.2 says to ignore (but count), so far.
+    /// What was read and counted but not shown, so far: SDK updates of the types SPEC §1.2 says
+    /// to ignore, hook events outside any turn and recorder lines without a payload, transcript
+    /// placeholders and unknown lines.
     pub fn ignored_updates(&self) -> u64 {
-        self.sdk.ignored()
+        let h = self.hooks.counts();
+        let t = self.transcript.as_ref().map_or(0, transcript::TranscriptDecoder::ignored);
+        self.sdk.ignored() + h.ignored + h.not_hooks + t
+    }
+
+    /// The end of the source: a format whose runs end only with an event of their own (a hook
+    /// turn's `stop`, a transcript's `turn_ended`) closes the runs still open, as incomplete.
+    pub fn finish(&mut self, out: &mut Vec<InputEvent>) {
+        match self.format {
+            Some(Format::CursorHooks) => {
+                self.hooks.finish(&mut self.tagged);
+                out.extend(self.tagged.drain(..).map(|t| t.event));
+            }
+            Some(Format::CursorTranscript) => {
+                if let Some(t) = &mut self.transcript {
+                    t.finish(out);
+                }
+            }
+            _ => {}
+        }
     }
 
     /// Decode one frame, appending events to `out`. Blank lines decode to nothing.
@@ -158,6 +197,15 @@ impl Decoder {
             Format::CursorCli => self.cli.decode(text, pos, out),
             Format::CursorSdk => self.sdk.decode(text, pos, out),
             Format::CursorExec => self.exec.decode(text, pos, out),
+            Format::CursorHooks => {
+                let r = self.hooks.decode_line(text, pos, &mut self.tagged);
+                out.extend(self.tagged.drain(..).map(|t| t.event));
+                r
+            }
+            Format::CursorTranscript => {
+                let name = &self.source_name;
+                self.transcript.get_or_insert_with(|| transcript::TranscriptDecoder::new(name)).decode(text, pos, out)
+            }
         }
     }
 
@@ -168,15 +216,17 @@ impl Decoder {
 
 /// Decide the format from one line: CLI lines have a `type`; SDK records have one of
 /// `delta|step|wait|start` (or only `at_ms`); exec records have one of the message fields of
-/// `cursor_exec::RECORD_KEYS` (and no `type`, `delta`, …). The three sets of keys are disjoint,
-/// so one line is never ambiguous.
+/// `cursor_exec::RECORD_KEYS` (and no `type`, `delta`, …); hook lines have `hook_event_name` or
+/// a recorder envelope's keys; transcript lines a top-level `role` and `message`, or `type:
+/// "turn_ended"` (a type no CLI line has). The sets of keys are disjoint, so one line is never
+/// ambiguous.
 fn detect(text: &str) -> Result<Format, String> {
     #[derive(Deserialize)]
     struct Probe {
         #[serde(flatten)]
         rest: std::collections::HashMap<String, IgnoredAny>,
         #[serde(rename = "type")]
-        kind: Option<IgnoredAny>,
+        kind: Option<serde_json::Value>,
         at_ms: Option<IgnoredAny>,
         delta: Option<IgnoredAny>,
         step: Option<IgnoredAny>,
@@ -185,7 +235,15 @@ fn detect(text: &str) -> Result<Format, String> {
     }
     let p: Probe = serde_json::from_str(text).map_err(|e| e.to_string())?;
     let exec = p.rest.keys().any(|k| toolstream_schemas::cursor_exec::RECORD_KEYS.contains(&k.as_str()));
-    if p.kind.is_some() {
+    let kind = p.kind.as_ref().map(|k| k.as_str().unwrap_or(""));
+    let transcript = toolstream_schemas::cursor_transcript::is_transcript_line(
+        p.rest.contains_key("role"),
+        p.rest.contains_key("message"),
+        kind,
+    );
+    if transcript {
+        Ok(Format::CursorTranscript)
+    } else if p.kind.is_some() {
         Ok(Format::CursorCli)
     } else if p.delta.is_some() || p.step.is_some() || p.wait.is_some() || p.start.is_some() {
         Ok(Format::CursorSdk)
@@ -193,8 +251,10 @@ fn detect(text: &str) -> Result<Format, String> {
         Ok(Format::CursorExec)
     } else if p.at_ms.is_some() {
         Ok(Format::CursorSdk)
+    } else if toolstream_schemas::cursor_hooks::is_hook_line_keys(p.rest.keys().map(String::as_str)) {
+        Ok(Format::CursorHooks)
     } else {
-        Err("unrecognised line: not a stream-json line (no `type`), an SDK record or an exec message".into())
+        Err("unrecognised line: not a stream-json line (no `type`), an SDK record, an exec message, a hook payload or a transcript line".into())
     }
 }
 
@@ -284,6 +344,13 @@ mod tests {
         assert_eq!(detect(r#"{"at_ms":1,"delta":{}}"#), Ok(Format::CursorSdk));
         assert_eq!(detect(r#"{"at_ms":1,"execServerMessage":{}}"#), Ok(Format::CursorExec));
         assert_eq!(detect(r#"{"interaction_update":{}}"#), Ok(Format::CursorExec));
+        assert_eq!(detect(r#"{"hook_event_name":"stop"}"#), Ok(Format::CursorHooks));
+        assert_eq!(detect(r#"{"received_ms":1,"payload":{}}"#), Ok(Format::CursorHooks));
+        assert_eq!(detect(r#"{"ts":"x","evt":"stop","payload":{}}"#), Ok(Format::CursorHooks));
+        assert_eq!(detect(r#"{"event":{"native":{}},"recordedAt":"x"}"#), Ok(Format::CursorHooks));
+        assert_eq!(detect(r#"{"role":"user","message":{"content":[]}}"#), Ok(Format::CursorTranscript));
+        assert_eq!(detect(r#"{"type":"turn_ended","status":"success"}"#), Ok(Format::CursorTranscript));
+        assert_eq!(detect(r#"{"type":"user","message":{"content":[]}}"#), Ok(Format::CursorCli));
         assert!(detect(r#"{"x":1}"#).is_err());
         assert!(detect("not json").is_err());
     }

@@ -11,6 +11,7 @@ pub mod config;
 pub mod conversation;
 pub mod cursor_db;
 pub mod cursor_models;
+pub mod cursor_transcripts;
 pub mod decode;
 pub mod local_http;
 pub mod openai_server;

@@ -211,6 +211,34 @@ pub struct Pipeline {
     counts: Arc<Mutex<OutputCounts>>,
     gate: Gate,
     stats: Stats,
+    /// Nested runs' sessions → their root session (a subagent's run goes to its parent's shard).
+    nested: NestedSessions,
+}
+
+/// A nested run (a subagent's, `RunContext::parent`) is processed on the shard of its root run,
+/// so that its events and its parent's keep their input order through to the sinks (a sink
+/// nesting the child under its parent's call sees the child's close before that call's card).
+#[derive(Debug, Default)]
+struct NestedSessions(rustc_hash::FxHashMap<std::sync::Arc<str>, std::sync::Arc<str>>);
+
+/// Nested sessions remembered at most (past it the table starts over: only the shard choice of
+/// a later subagent of a forgotten session is affected).
+const NESTED_MAX: usize = 4_096;
+
+impl NestedSessions {
+    /// The session whose shard `ev` goes to, learning the link a nested run's start carries.
+    fn route(&mut self, ev: &InputEvent) -> std::sync::Arc<str> {
+        if let toolstream_schemas::Input::RunStarted(start) = &ev.kind {
+            if let Some(parent) = start.context.as_ref().and_then(|c| c.parent.as_ref()) {
+                let root = self.0.get(&parent.session).cloned().unwrap_or_else(|| parent.session.clone());
+                if self.0.len() >= NESTED_MAX {
+                    self.0.clear();
+                }
+                self.0.insert(ev.session.clone(), root);
+            }
+        }
+        self.0.get(&ev.session).cloned().unwrap_or_else(|| ev.session.clone())
+    }
 }
 
 impl Pipeline {
@@ -246,6 +274,7 @@ impl Pipeline {
             counts,
             gate: Arc::new(Mutex::new(GateState::default())),
             stats: Stats::default(),
+            nested: NestedSessions::default(),
         })
     }
 
@@ -435,7 +464,7 @@ impl Pipeline {
             feed.time.forget(&ev.session);
         }
         self.stats.input_events += 1;
-        let k = shard_of(&ev.session, self.shards.len());
+        let k = shard_of(&self.nested.route(&ev), self.shards.len());
         feed.pending[k].push(Item::Input(ev));
     }
 

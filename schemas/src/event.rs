@@ -282,6 +282,9 @@ pub enum RunStatus {
     Cancelled,
 }
 
+/// The body of a card whose call completed with nothing to show.
+pub const NO_OUTPUT: &str = "(no output)";
+
 /// The error message of a cancelled run's last (aborted) message (SPEC §5.4).
 pub const CANCELLED_MESSAGE: &str = "Cancelled: Cursor run was cancelled.";
 

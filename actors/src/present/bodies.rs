@@ -357,7 +357,7 @@ fn render_success(
         ToolSuccess::WebFetch(o) => r.body = s(&o.markdown).to_owned(),
     }
     if r.body.trim().is_empty() && kind != ToolKind::Shell {
-        r.body = "(no output)".into();
+        r.body = toolstream_schemas::NO_OUTPUT.into();
     }
 }
 
@@ -494,7 +494,7 @@ pub fn shell_body(
         }
     }
     if parts.is_empty() {
-        "(no output)".into()
+        toolstream_schemas::NO_OUTPUT.into()
     } else {
         parts.join("\n\n")
     }

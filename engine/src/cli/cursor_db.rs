@@ -12,23 +12,33 @@ use crate::cursor_db::{conversation_events, list, CursorDb};
 use crate::decode::DecodeError;
 use crate::pipeline::{Pipeline, PipelineError};
 
-/// Where a replay reads a Cursor chat database, and what it may write into one.
+/// Where a replay reads Cursor's own history (its chat database or its agent transcripts), and
+/// what it may write into a chat database.
 #[derive(Debug, Args)]
+#[command(group(clap::ArgGroup::new("history").args(["from_cursor_db", "from_cursor_transcripts"])))]
 pub struct CursorDbArgs {
     /// Replay the conversations of a Cursor chat database (`state.vscdb`, e.g.
     /// `~/.config/Cursor/User/globalStorage/state.vscdb`) instead of streams. The file is opened
     /// read-only and never changed, even while Cursor runs.
-    #[arg(long, value_name = "PATH", conflicts_with = "files")]
+    #[arg(long, value_name = "PATH", conflicts_with_all = ["files", "from_cursor_transcripts"])]
     pub from_cursor_db: Option<PathBuf>,
+    /// Replay Cursor's agent transcripts (the IDE's and the CLI's) under DIR (default
+    /// `~/.cursor/projects`): each conversation's `<id>/<id>.jsonl`, its subagents nested under
+    /// their task calls. Transcripts record no tool results: cards say so.
+    #[arg(long, value_name = "DIR", num_args = 0..=1, default_missing_value = "", conflicts_with = "files")]
+    pub from_cursor_transcripts: Option<PathBuf>,
     /// With --from-cursor-db: the conversation (composer id) to replay; repeatable.
     #[arg(long = "composer", value_name = "ID", requires = "from_cursor_db")]
     pub composers: Vec<String>,
-    /// With --from-cursor-db: replay every conversation, oldest first.
-    #[arg(long, requires = "from_cursor_db", conflicts_with = "composers")]
+    /// With --from-cursor-transcripts: the conversation (its id) to replay; repeatable.
+    #[arg(long = "conversation", value_name = "ID", requires = "from_cursor_transcripts")]
+    pub conversations: Vec<String>,
+    /// With --from-cursor-db or --from-cursor-transcripts: replay every conversation.
+    #[arg(long, requires = "history", conflicts_with_all = ["composers", "conversations"])]
     pub all: bool,
-    /// With --from-cursor-db: list the conversations (id, title or first prompt, created and
-    /// last-updated times, bubbles, model) and exit.
-    #[arg(long, requires = "from_cursor_db")]
+    /// With --from-cursor-db or --from-cursor-transcripts: list the conversations (id, times,
+    /// size, first prompt) and exit.
+    #[arg(long, requires = "history")]
     pub list: bool,
     /// Let `--sink cursor-db=PATH` write into a file named `state.vscdb` — Cursor's own database.
     /// Only with Cursor closed: Cursor may overwrite or corrupt what is written while it runs.

@@ -4,6 +4,7 @@ mod bench;
 mod bridge;
 mod config_cmd;
 pub mod cursor_db;
+mod cursor_transcripts;
 mod hook;
 mod hooks_json;
 mod models;

@@ -9,7 +9,7 @@ use std::sync::{Arc, OnceLock};
 
 use toolstream_sinks::cards::CardsOptions;
 
-use super::{cursor_db, ColorArg, ReplayArgs};
+use super::{cursor_db, cursor_transcripts, ColorArg, ReplayArgs};
 use crate::pipeline::{Canceller, Pipeline, PipelineError, Stats};
 use crate::sinks::{keeps_recorded, report_to_stderr, SinkContext, SinkKind, SinkSpec};
 use crate::source::Source;
@@ -26,6 +26,14 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<i32> {
             let ids = cursor_db::selection(&args.cursor_db, &db)?;
             Some((db, ids))
         }
+        None => None,
+    };
+    let transcripts = match &args.cursor_db.from_cursor_transcripts {
+        Some(dir) if args.cursor_db.list => {
+            let scrubber = args.input.pipeline_options(&cfg)?.shard.scrubber;
+            return cursor_transcripts::print_list(&cursor_transcripts::folder(dir)?, &scrubber);
+        }
+        Some(dir) => Some(cursor_transcripts::selection(&args.cursor_db, &cursor_transcripts::folder(dir)?)?),
         None => None,
     };
     let color = match args.color {
@@ -81,9 +89,20 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<i32> {
     };
     let canceller = pipeline.canceller();
     let _ = running.set(canceller.clone());
-    let files =
-        if args.files.is_empty() && cursor_db.is_none() { vec![PathBuf::from("-")] } else { args.files.clone() };
+    let history = cursor_db.is_some() || transcripts.is_some();
+    let files = if args.files.is_empty() && !history { vec![PathBuf::from("-")] } else { args.files.clone() };
     let mut failed_read = false;
+    if let Some(selected) = &transcripts {
+        let mut report = |e: &crate::decode::DecodeError| eprintln!("toolstream: {e}");
+        match cursor_transcripts::feed(&mut pipeline, selected, &mut report) {
+            Ok(()) | Err(PipelineError::Cancelled) => {}
+            Err(e @ PipelineError::Read { .. }) => {
+                eprintln!("toolstream: {e}");
+                failed_read = true;
+            }
+            Err(e) => eprintln!("toolstream: {e}"),
+        }
+    }
     if let Some((db, ids)) = &cursor_db {
         let mut report = |e: &crate::decode::DecodeError| eprintln!("toolstream: {e}");
         match cursor_db::feed(&mut pipeline, db, ids, &mut report) {

@@ -125,7 +125,7 @@ impl Decoder {
             }
             Some(Format::CursorTranscript) => {
                 if let Some(t) = &mut self.transcript {
-                    t.finish(out);
+                    t.finish(transcript::modified_ms(&self.source_name), out);
                 }
             }
             _ => {}

@@ -29,6 +29,12 @@ pub fn task_call_id(prompt: &str) -> String {
     format!("transcript-task-{}", hash8(prompt.trim()))
 }
 
+/// A file's last change, in unix ms (the time of a transcript that names none).
+pub fn modified_ms(path: &str) -> Option<u64> {
+    let t = std::fs::metadata(path).and_then(|m| m.modified()).ok()?;
+    t.duration_since(std::time::UNIX_EPOCH).ok().map(|d| d.as_millis() as u64)
+}
+
 /// Where a transcript sits: its conversation, and its parent conversation when it is a subagent's.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct TranscriptPlace {
@@ -104,6 +110,9 @@ pub struct TranscriptDecoder {
     redacted: u64,
     /// Lines of a kind transcripts do not define (kept as raw).
     unknown: u64,
+    /// Events of the turns before the first `<timestamp>` (Cursor leaves it out of a
+    /// conversation's first query): held until a time is known, then given it.
+    untimed: Vec<InputEvent>,
 }
 
 impl TranscriptDecoder {
@@ -118,6 +127,7 @@ impl TranscriptDecoder {
             at_ms: None,
             redacted: 0,
             unknown: 0,
+            untimed: Vec::new(),
         }
     }
 
@@ -127,6 +137,24 @@ impl TranscriptDecoder {
     }
 
     pub fn decode(&mut self, text: &str, pos: SourcePos, out: &mut Vec<InputEvent>) -> Result<(), String> {
+        if self.at_ms.is_some() {
+            return self.decode_timed(text, pos, out);
+        }
+        let mut held = std::mem::take(&mut self.untimed);
+        let r = self.decode_timed(text, pos, &mut held);
+        if let Some(t) = self.at_ms {
+            // The first time: the turns before it happened by then (a minute's precision anyway).
+            for mut ev in held {
+                ev.at_ms = ev.at_ms.or(Some(t));
+                out.push(ev);
+            }
+        } else {
+            self.untimed = held;
+        }
+        r
+    }
+
+    fn decode_timed(&mut self, text: &str, pos: SourcePos, out: &mut Vec<InputEvent>) -> Result<(), String> {
         let line = parse_line(text).map_err(|e| e.to_string())?;
         match line {
             TranscriptLine::Message(m) if m.role == "user" => {
@@ -190,9 +218,15 @@ impl TranscriptDecoder {
         Ok(())
     }
 
-    /// End of the transcript: a turn still open ends without its `turn_ended`.
-    pub fn finish(&mut self, out: &mut Vec<InputEvent>) {
-        self.end(RunStatus::Error, Some(INCOMPLETE_TRANSCRIPT_TURN.into()), SourcePos::default(), out);
+    /// End of the transcript: a turn still open ends without its `turn_ended`. Turns that never
+    /// got a time take the file's last change (`modified_ms`), when known.
+    pub fn finish(&mut self, modified_ms: Option<u64>, out: &mut Vec<InputEvent>) {
+        let mut held = std::mem::take(&mut self.untimed);
+        self.end(RunStatus::Error, Some(INCOMPLETE_TRANSCRIPT_TURN.into()), SourcePos::default(), &mut held);
+        for mut ev in held {
+            ev.at_ms = ev.at_ms.or(modified_ms);
+            out.push(ev);
+        }
     }
 
     fn push(&self, out: &mut Vec<InputEvent>, pos: SourcePos, kind: Input) {
@@ -279,7 +313,7 @@ mod tests {
         for (i, l) in lines.iter().enumerate() {
             d.decode(l, SourcePos { line: i as u64 + 1, offset: 0 }, &mut out).unwrap();
         }
-        d.finish(&mut out);
+        d.finish(None, &mut out);
         out
     }
 

@@ -166,12 +166,14 @@ impl<W: Write + Send> CardsSink<W> {
     fn event(&mut self, ev: &OutputEvent) -> std::io::Result<()> {
         let s = self.style;
         match &ev.kind {
-            Output::RunOpened { model, prompt, .. } => {
+            Output::RunOpened { model, prompt, context, .. } => {
                 let model = model
                     .as_deref()
                     .map(|m| format!(" · {}", first_chars(clean_line(m).trim(), PROMPT_CHARS)))
                     .unwrap_or_default();
-                self.line(&format!("{}── Cursor run {}{model} ──{}", s.bold, ev.run.seq, s.reset))?;
+                // A subagent's run shows where it sits: inside its parent's task call.
+                let kind = if context.as_ref().is_some_and(|c| c.parent.is_some()) { "subagent run" } else { "run" };
+                self.line(&format!("{}── Cursor {kind} {}{model} ──{}", s.bold, ev.run.seq, s.reset))?;
                 // User text, shown as its first non-blank line. It may carry secrets: the run stage
                 // scrubs it before it gets here (sinks cannot see the scrubber); this only makes it
                 // terminal-safe and bounds it.

@@ -22,6 +22,7 @@ use std::sync::Arc;
 use toolstream_schemas::{Output, OutputEvent};
 
 use super::ids::iso;
+use super::nest::{Nested, Nesting};
 use super::{tmp_name, PiSessionSink};
 use crate::{Sink, SinkError};
 
@@ -134,6 +135,8 @@ pub struct PiSessionsSink {
     chats: HashMap<Arc<str>, PiSessionSink>,
     /// Chats published and let go (more chats than [`MAX_OPEN_CHATS`] were open).
     released: HashSet<Arc<str>>,
+    /// Subagent runs, folded into their task calls' output.
+    nesting: Nesting,
 }
 
 impl std::fmt::Debug for PiSessionsSink {
@@ -144,7 +147,7 @@ impl std::fmt::Debug for PiSessionsSink {
 
 impl PiSessionsSink {
     pub fn new(opts: PiSessionsOptions) -> PiSessionsSink {
-        PiSessionsSink { opts, chats: HashMap::new(), released: HashSet::new() }
+        PiSessionsSink { opts, chats: HashMap::new(), released: HashSet::new(), nesting: Nesting::default() }
     }
 
     fn chat(&mut self, chat: &Arc<str>) -> &mut PiSessionSink {
@@ -155,6 +158,16 @@ impl PiSessionsSink {
         self.chats
             .entry(chat.clone())
             .or_insert_with(|| PiSessionSink::named(Placement::new(opts.root.clone(), opts.overwrite)))
+    }
+
+    /// One event to its chat's session.
+    fn deliver(&mut self, ev: &OutputEvent) -> Result<(), SinkError> {
+        let chat = ev.run.session.clone();
+        self.chat(&chat).write(std::slice::from_ref(ev))?;
+        if matches!(ev.kind, Output::RunClosed { .. }) {
+            self.release_if_crowded(&chat)?;
+        }
+        Ok(())
     }
 
     /// Publish and let go of a chat with no open run once too many are held.
@@ -181,10 +194,10 @@ impl Sink for PiSessionsSink {
             if ev.run.session.is_empty() && matches!(ev.kind, Output::Diagnostic { .. }) {
                 continue;
             }
-            let chat = ev.run.session.clone();
-            self.chat(&chat).write(std::slice::from_ref(ev))?;
-            if matches!(ev.kind, Output::RunClosed { .. }) {
-                self.release_if_crowded(&chat)?;
+            match self.nesting.filter(ev) {
+                Nested::Pass(ev) => self.deliver(&ev)?,
+                Nested::Held => {}
+                Nested::Release(events) => events.iter().try_for_each(|e| self.deliver(e))?,
             }
         }
         Ok(())
@@ -195,6 +208,10 @@ impl Sink for PiSessionsSink {
     }
 
     fn checkpoint(&mut self) -> Result<(), SinkError> {
+        // Subagents whose task card never came get sessions of their own: nothing is lost.
+        for ev in self.nesting.release_all() {
+            self.deliver(&ev)?;
+        }
         // Every chat is published even when one fails; the first failure is reported.
         let mut first = Ok(());
         for sink in self.chats.values_mut() {

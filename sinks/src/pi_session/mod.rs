@@ -33,6 +33,7 @@
 
 pub mod dir;
 pub(crate) mod ids;
+pub mod nest;
 
 use std::fs::{self, File};
 use std::io::{self, Write};

@@ -334,7 +334,23 @@ settings! {
     /// When the OpenAI SSE file sink's queue is full: block or drop_newest.
     openai_sse_when_full: WhenFull = crate::sinks::SinkKind::OpenAiSse.info().when_full, ANY,
         env ["TOOLSTREAM_OPENAI_SSE_WHEN_FULL"], flag None, file true;
+    /// Cursor hooks: a turn with no `stop` and no event for this long (ms) is delivered as
+    /// incomplete.
+    hook_turn_idle_ms: u64 = DEFAULT_HOOK_TURN_IDLE_MS, POSITIVE,
+        env ["TOOLSTREAM_HOOK_TURN_IDLE_MS"], flag None, file true;
+    /// Cursor hooks: spools not written to for this many days are removed (after their delivery
+    /// was tried; one removed before every sink took it is said in the hook log).
+    hook_spool_max_age_days: u64 = DEFAULT_HOOK_SPOOL_MAX_AGE_DAYS, POSITIVE,
+        env ["TOOLSTREAM_HOOK_SPOOL_MAX_AGE_DAYS"], flag None, file true;
+    /// Cursor hooks: past this many bytes of spools, the oldest are removed (delivered ones
+    /// first).
+    hook_spool_max_bytes: u64 = DEFAULT_HOOK_SPOOL_MAX_BYTES, POSITIVE,
+        env ["TOOLSTREAM_HOOK_SPOOL_MAX_BYTES"], flag None, file true;
 }
+
+pub const DEFAULT_HOOK_TURN_IDLE_MS: u64 = 30 * 60 * 1000;
+pub const DEFAULT_HOOK_SPOOL_MAX_AGE_DAYS: u64 = 14;
+pub const DEFAULT_HOOK_SPOOL_MAX_BYTES: u64 = 512 * 1024 * 1024;
 
 pub const DEFAULT_TRACE_FILE: &str = "toolstream-trace.jsonl";
 pub const DEFAULT_TRACE_LIMIT_BYTES: u64 = 2 * 1024 * 1024;

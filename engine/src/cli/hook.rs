@@ -1,19 +1,19 @@
-//! The Cursor integration (SPEC §10, seed 004): `toolstream hook cursor` answers Cursor's
-//! `preToolUse` hook — a shell command is rewritten to run through `toolstream wrap -- <host
-//! shell> -lc '<cmd>'`, so the agent reads compacted output — and `toolstream install|doctor|
-//! uninstall cursor` manage the entry in `~/.cursor/hooks.json`, leaving every other hook as it was.
+//! The Cursor hook (SPEC §1.5, §10, seed 004): `toolstream hook cursor` answers Cursor's hooks at
+//! once — a shell command's `preToolUse` is rewritten to run through `toolstream wrap -- <host
+//! shell> -lc '<cmd>'`, so the agent reads compacted output — and, with `--sink`, spools every
+//! event and starts a detached delivery when a turn closes (`crate::cursor_hooks`).
+//! `toolstream install|doctor|uninstall cursor` live in `cursor_install`.
 
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
 
-use anyhow::{bail, Context};
-use clap::{Args, Subcommand, ValueEnum};
+use clap::{Args, Subcommand};
 use serde_json::{json, Value};
 use toolstream_actors::compact::classify::{shell_quote, SHELLS};
+use toolstream_schemas::cursor_hooks::{HookEvent, NEUTRAL_ANSWER};
 
-use super::hooks_json;
+use crate::cursor_hooks::{spool, HookPaths};
 
 /// Tool names Cursor gives its shell tool.
 const SHELL_TOOLS: &[&str] = &["Shell", "shell", "run_terminal_cmd"];
@@ -21,8 +21,6 @@ const SHELL_TOOLS: &[&str] = &["Shell", "shell", "run_terminal_cmd"];
 pub const CURSOR_SHELL_ENV: &str = "TOOLSTREAM_CURSOR_SHELL";
 /// Programs whose `wrap` subcommand already compacts: a command run through one is left alone.
 const WRAPPERS: &[&str] = &["toolstream", "tokenjuice"];
-/// What the installed hook runs after the launcher.
-const HOOK_ARGS: &str = "hook cursor";
 const WINDOWS_USER_MESSAGE: &str =
     "toolstream's Cursor integration does not support native Windows shells yet. Run Cursor in WSL instead.";
 const WINDOWS_AGENT_MESSAGE: &str = "Shell command blocked by toolstream: native Windows shell interception is not supported yet. Use Cursor in WSL and retry.";
@@ -35,13 +33,15 @@ pub struct HookArgs {
 
 #[derive(Debug, Subcommand)]
 pub enum HookHost {
-    /// Answer Cursor's `preToolUse` hook: read its JSON on stdin, print the answer on stdout.
+    /// Answer a Cursor hook: read its JSON on stdin, print the answer on stdout at once.
     ///
-    /// A shell command becomes `toolstream wrap -- <host shell> -lc '<cmd>'` (host shell:
-    /// `tool_input.shell`, $TOOLSTREAM_CURSOR_SHELL, $SHELL, then `sh`; none usable: unchanged);
-    /// other tools, already wrapped commands and unreadable input are allowed unchanged. On native
-    /// Windows shell commands are denied with a message to use WSL. Always prints valid JSON and
-    /// exits 0.
+    /// A shell command's `preToolUse` becomes `toolstream wrap -- <host shell> -lc '<cmd>'` (host
+    /// shell: `tool_input.shell`, $TOOLSTREAM_CURSOR_SHELL, $SHELL, then `sh`; none usable:
+    /// unchanged; `--no-compact`: never); other tools, already wrapped commands and unreadable
+    /// input are allowed unchanged. On native Windows shell commands are denied with a message to
+    /// use WSL. With `--sink`, every event is also spooled and each closed turn delivered to the
+    /// sinks by a detached process (see `toolstream hooks status`). Always prints valid JSON and
+    /// exits 0, whatever goes wrong.
     Cursor(CursorHookArgs),
 }
 
@@ -50,23 +50,23 @@ pub struct CursorHookArgs {
     /// The toolstream binary the rewritten command runs (default: this one).
     #[arg(long, value_name = "PATH")]
     pub wrap_launcher: Option<PathBuf>,
+    /// Observe: spool every event (`~/.local/state/toolstream/cursor-hooks/`) and deliver each
+    /// closed turn to this sink (`otlp[=URL]`, `otlp-grpc[=URL]`, `pi-sessions[=DIR]`);
+    /// repeatable. Without it the hook only compacts.
+    #[arg(long = "sink", value_name = "SPEC")]
+    pub sinks: Vec<String>,
+    /// Do not rewrite shell commands for compaction.
+    #[arg(long)]
+    pub no_compact: bool,
+    /// Answer, but spool nothing (`doctor` probes the hook this way).
+    #[arg(long, hide = true)]
+    pub dry_run: bool,
 }
 
-/// A host whose hooks toolstream manages.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum Host {
-    /// Cursor: `~/.cursor/hooks.json`, a `preToolUse` hook on the Shell tool.
-    Cursor,
-}
-
-#[derive(Debug, Args)]
-pub struct HostArgs {
-    /// Which host (only `cursor` today).
-    #[arg(value_enum)]
-    pub host: Host,
-    /// The toolstream binary the hook runs (default: this one). Install only.
-    #[arg(long, value_name = "PATH")]
-    pub launcher: Option<PathBuf>,
+impl CursorHookArgs {
+    fn compacts(&self) -> bool {
+        !self.no_compact
+    }
 }
 
 /// Where the hook may look for a host shell.
@@ -112,21 +112,25 @@ impl ShellEnv {
 }
 
 #[cfg(unix)]
-fn is_executable(path: &Path) -> bool {
+pub(super) fn is_executable(path: &Path) -> bool {
     use std::os::unix::fs::PermissionsExt;
     path.metadata().is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
 }
 
 #[cfg(not(unix))]
-fn is_executable(path: &Path) -> bool {
+pub(super) fn is_executable(path: &Path) -> bool {
     path.is_file()
+}
+
+/// Whether a `preToolUse` input is for Cursor's shell tool.
+fn is_shell_call(input: &Value) -> bool {
+    input.get("tool_name").and_then(Value::as_str).is_some_and(|t| SHELL_TOOLS.contains(&t))
 }
 
 /// The answer to one `preToolUse` input. `windows`: running on native Windows.
 pub fn answer(input: &Value, launcher: &str, env: &ShellEnv, windows: bool) -> Value {
     let allow = json!({ "permission": "allow" });
-    let is_shell = input.get("tool_name").and_then(Value::as_str).is_some_and(|t| SHELL_TOOLS.contains(&t));
-    if !is_shell {
+    if !is_shell_call(input) {
         return allow;
     }
     if windows {
@@ -162,205 +166,138 @@ fn already_wrapped(command: &str) -> bool {
     first.is_some_and(|w| WRAPPERS.iter().any(|p| w.starts_with(p))) && words.next().is_some_and(|w| w == "wrap")
 }
 
-fn launcher(explicit: Option<PathBuf>) -> String {
+/// The toolstream binary to name in commands: `explicit`, else this one.
+pub fn launcher(explicit: Option<PathBuf>) -> String {
     explicit
         .or_else(|| std::env::current_exe().ok())
         .map_or_else(|| "toolstream".to_owned(), |p| p.to_string_lossy().into_owned())
 }
 
-/// `toolstream hook cursor`.
+/// Largest hook input read; past it the event is not spooled (and the log says so).
+pub const MAX_HOOK_INPUT_BYTES: u64 = 64 * 1024 * 1024;
+
+/// The answer that changes nothing: `{}` for an observing hook (it never grants or denies a
+/// permission), and what the compaction-only hook has always answered, `{"permission":"allow"}`.
+fn neutral(observing: bool) -> String {
+    if observing {
+        NEUTRAL_ANSWER.to_owned()
+    } else {
+        json!({ "permission": "allow" }).to_string()
+    }
+}
+
+/// `toolstream hook cursor`: answer at once, then (observing) spool the payload and, when it
+/// closes a turn, start a detached delivery. Never fails the user's agent: any internal error or
+/// panic gives the neutral answer and exit status 0.
 pub fn run_hook(args: HookArgs) -> anyhow::Result<i32> {
     let HookHost::Cursor(args) = args.host;
-    let mut stdin = String::new();
-    let input = match std::io::stdin().read_to_string(&mut stdin) {
-        Ok(_) => serde_json::from_str(&stdin).unwrap_or_else(|e| {
-            tracing::warn!("hook input is not JSON ({e}); allowing the tool call unchanged");
-            Value::Null
-        }),
-        Err(e) => {
-            tracing::warn!("cannot read the hook input ({e}); allowing the tool call unchanged");
-            Value::Null
+    let observing = !args.sinks.is_empty();
+    let mut answered = false;
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| cursor_hook(&args, &mut answered)));
+    if outcome.is_err() {
+        if let Ok(paths) = HookPaths::locate() {
+            spool::log(&paths, "hook", "internal error (panic): answered neutrally");
         }
-    };
-    let out = answer(&input, &launcher(args.wrap_launcher), &ShellEnv::from_process(), cfg!(windows));
+        if !answered {
+            say(&neutral(observing));
+        }
+    }
+    Ok(0)
+}
+
+/// Print the answer; a reader that went away is not the agent's problem.
+fn say(answer: &str) {
     let mut stdout = std::io::stdout().lock();
-    writeln!(stdout, "{out}")?;
-    stdout.flush()?;
-    Ok(0)
+    let _ = writeln!(stdout, "{answer}");
+    let _ = stdout.flush();
 }
 
-/// `~/.cursor/hooks.json`.
-fn hooks_path() -> anyhow::Result<PathBuf> {
-    let home = std::env::var_os("HOME").filter(|h| !h.is_empty()).context("HOME is not set")?;
-    Ok(PathBuf::from(home).join(".cursor").join("hooks.json"))
-}
-
-/// Whether a `preToolUse` entry (its JSON text) is toolstream's.
-fn is_ours(entry: &str) -> bool {
-    let Ok(v) = serde_json::from_str::<Value>(entry) else { return false };
-    let Some(cmd) = v.get("command").and_then(Value::as_str) else { return false };
-    let n = toolstream_actors::compact::classify::normalize_command(cmd);
-    let first = n.argv.first().map(|w| w.rsplit('/').next().unwrap_or(w));
-    first.is_some_and(|w| w.starts_with("toolstream")) && n.argv[1..].join(" ") == HOOK_ARGS
-}
-
-/// Write `text` to `path` through a temporary file renamed into place.
-fn write_atomic(path: &Path, text: &str) -> anyhow::Result<()> {
-    let dir = path.parent().context("the hooks file has no folder")?;
-    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    let tmp = dir.join(format!(".hooks.json.toolstream-{}", std::process::id()));
-    std::fs::write(&tmp, text).with_context(|| format!("writing {}", tmp.display()))?;
-    std::fs::rename(&tmp, path).with_context(|| format!("replacing {}", path.display()))
-}
-
-fn read_hooks(path: &Path) -> anyhow::Result<Option<String>> {
-    match std::fs::read_to_string(path) {
-        Ok(text) => Ok(Some(text)),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(e).with_context(|| format!("reading {}", path.display())),
-    }
-}
-
-/// `toolstream install cursor`.
-pub fn run_install(args: HostArgs) -> anyhow::Result<i32> {
-    let path = hooks_path()?;
-    let command = format!("{} {HOOK_ARGS}", shell_quote(&launcher(args.launcher)));
-    let text = match read_hooks(&path)? {
-        None => hooks_json::new_file(&command),
-        Some(text) => {
-            // A previous toolstream entry (maybe another launcher) is replaced.
-            let text = hooks_json::remove(&text, is_ours)
-                .with_context(|| format!("{} cannot be edited safely", path.display()))?
-                .unwrap_or(text);
-            hooks_json::insert(&text, &hooks_json::entry_json(&command))
-                .with_context(|| format!("{} cannot be edited safely", path.display()))?
-        }
+fn cursor_hook(args: &CursorHookArgs, answered: &mut bool) {
+    let observing = !args.sinks.is_empty();
+    let mut bytes = Vec::new();
+    let read = std::io::stdin().lock().take(MAX_HOOK_INPUT_BYTES + 1).read_to_end(&mut bytes);
+    let too_large = bytes.len() as u64 > MAX_HOOK_INPUT_BYTES;
+    let input: Result<Value, String> = match read {
+        Err(e) => Err(format!("cannot read the hook input: {e}")),
+        Ok(_) if too_large => Err(format!("the hook input is over {MAX_HOOK_INPUT_BYTES} bytes")),
+        Ok(_) => serde_json::from_slice(&bytes).map_err(|e| format!("the hook input is not JSON: {e}")),
     };
-    write_atomic(&path, &text)?;
-    println!("installed: {} runs `{command}` before every Cursor shell command", path.display());
-    Ok(0)
+    let answer = match &input {
+        Ok(v) if args.compacts() && (!observing || is_shell_pre_tool_use(v)) => {
+            answer(v, &launcher(args.wrap_launcher.clone()), &ShellEnv::from_process(), cfg!(windows)).to_string()
+        }
+        _ => neutral(observing),
+    };
+    say(&answer);
+    *answered = true;
+    if !observing {
+        if let Err(e) = &input {
+            tracing::warn!("{e}; allowing the tool call unchanged");
+        }
+        return;
+    }
+    let Ok(paths) = HookPaths::locate() else { return };
+    match input {
+        Err(e) => spool::log(&paths, "hook", &format!("{e}: answered neutrally, nothing spooled")),
+        Ok(v) if args.dry_run => drop(v),
+        Ok(mut v) => observe(&paths, args, &mut v),
+    }
 }
 
-/// `toolstream uninstall cursor`.
-pub fn run_uninstall(_args: HostArgs) -> anyhow::Result<i32> {
-    let path = hooks_path()?;
-    let Some(text) = read_hooks(&path)? else {
-        println!("nothing to uninstall: {} does not exist", path.display());
-        return Ok(0);
-    };
-    match hooks_json::remove(&text, is_ours).with_context(|| format!("{} cannot be edited safely", path.display()))? {
-        Some(out) => {
-            write_atomic(&path, &out)?;
-            println!("uninstalled: toolstream's hook removed from {}; other hooks unchanged", path.display());
-        }
-        None => println!("nothing to uninstall: {} has no toolstream hook", path.display()),
-    }
-    Ok(0)
+/// Whether an input is Cursor's `preToolUse` (or an input without an event name, as older hook
+/// callers send) for its shell tool: the one input the compaction answer rewrites.
+fn is_shell_pre_tool_use(v: &Value) -> bool {
+    let event = v.get("hook_event_name").and_then(Value::as_str);
+    matches!(event, None | Some("preToolUse")) && is_shell_call(v)
 }
 
-/// `toolstream doctor cursor`: `health: ok`, or `health: broken` and what is wrong (exit 1).
-pub fn run_doctor(_args: HostArgs) -> anyhow::Result<i32> {
-    let path = hooks_path()?;
-    println!("hooks file: {}", path.display());
-    let problems = diagnose(&path);
-    if problems.is_empty() {
-        println!("health: ok");
-        return Ok(0);
+/// Spool the payload; start a delivery when it closes a turn.
+fn observe(paths: &HookPaths, args: &CursorHookArgs, payload: &mut Value) {
+    let event = payload.get("hook_event_name").and_then(Value::as_str).map(str::to_owned);
+    let known = event.as_deref().and_then(HookEvent::from_name);
+    if known.is_none() {
+        let name = event.as_deref().unwrap_or("(no hook_event_name)");
+        spool::log(paths, "hook", &format!("unknown event {name}: spooled as it is"));
     }
-    println!("health: broken");
-    for p in &problems {
-        println!("- {p}");
+    match spool::append(paths, spool::now_ms(), payload) {
+        Ok(s) if s.clipped > 0 => spool::log(
+            paths,
+            "hook",
+            &format!("{}: {} string(s) over {} chars cut short", s.file.display(), s.clipped, spool::MAX_STRING_CHARS),
+        ),
+        Ok(_) => {}
+        Err(e) => {
+            spool::log(
+                paths,
+                "hook",
+                &format!("cannot spool a {} event: {e}; it is lost", event.as_deref().unwrap_or("?")),
+            );
+            return;
+        }
     }
-    Ok(1)
+    if matches!(known, Some(HookEvent::Stop | HookEvent::SubagentStop | HookEvent::SessionEnd)) {
+        if let Err(e) = start_delivery(&args.sinks) {
+            spool::log(paths, "hook", &format!("cannot start a delivery: {e}; the turn stays pending"));
+        }
+    }
 }
 
-fn diagnose(path: &Path) -> Vec<String> {
-    let text = match read_hooks(path) {
-        Ok(Some(text)) => text,
-        Ok(None) => return vec!["the hooks file does not exist: run `toolstream install cursor`".into()],
-        Err(e) => return vec![format!("{e:#}")],
-    };
-    let mut problems = Vec::new();
-    match hooks_json::version(&text) {
-        Ok(Some(v)) if v == "1" => {}
-        Ok(v) => problems.push(format!("`version` is {}, Cursor expects 1", v.as_deref().unwrap_or("missing"))),
-        Err(e) => return vec![format!("the hooks file is unusable: {e}")],
+/// Start `toolstream hooks deliver` detached: its own process group, no standard streams, not
+/// waited for (Cursor waits only for this process).
+fn start_delivery(sinks: &[String]) -> std::io::Result<()> {
+    let exe = std::env::current_exe()?;
+    let mut cmd = Command::new(exe);
+    cmd.args(["hooks", "deliver"]);
+    for s in sinks {
+        cmd.arg("--sink").arg(s);
     }
-    let entries = match hooks_json::pre_tool_use(&text) {
-        Ok(entries) => entries,
-        Err(e) => return vec![format!("the hooks file is unusable: {e}")],
-    };
-    let ours: Vec<Value> = entries.iter().filter(|e| is_ours(e)).filter_map(|e| serde_json::from_str(e).ok()).collect();
-    let entry = match ours.as_slice() {
-        [] => {
-            problems.push("no toolstream preToolUse hook: run `toolstream install cursor`".into());
-            return problems;
-        }
-        [one] => one,
-        [first, ..] => {
-            problems.push(format!("{} toolstream preToolUse hooks; expected one (reinstall)", ours.len()));
-            first
-        }
-    };
-    if entry.get("type").and_then(Value::as_str) != Some("command") {
-        problems.push("the hook's `type` is not `command`".into());
+    cmd.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null());
+    #[cfg(unix)]
+    {
+        use std::os::unix::process::CommandExt;
+        cmd.process_group(0);
     }
-    if entry.get("matcher").and_then(Value::as_str) != Some("Shell") {
-        problems.push("the hook's `matcher` is not `Shell`".into());
-    }
-    let command = entry.get("command").and_then(Value::as_str).unwrap_or_default();
-    let argv = toolstream_actors::compact::classify::normalize_command(command).argv;
-    match argv.split_first() {
-        Some((exe, _)) if !is_executable(Path::new(exe)) && !exe.contains('/') => {
-            problems.push(format!("the launcher `{exe}` is not a path to an executable"));
-        }
-        Some((exe, _)) if !is_executable(Path::new(exe)) => {
-            problems.push(format!("the launcher `{exe}` does not exist or is not executable"));
-        }
-        Some((exe, rest)) => {
-            if let Err(e) = probe(exe, rest) {
-                problems.push(format!("the hook does not answer correctly: {e:#}"));
-            }
-        }
-        None => problems.push("the hook's command is empty".into()),
-    }
-    if ShellEnv::from_process().host_shell(None).is_none() {
-        problems.push(format!("no usable host shell ({CURSOR_SHELL_ENV}, SHELL, sh): commands would pass unwrapped"));
-    }
-    problems
-}
-
-/// Run the installed hook on a sample shell call and check its answer.
-fn probe(exe: &str, args: &[String]) -> anyhow::Result<()> {
-    let input = json!({ "tool_name": "Shell", "tool_input": { "command": "git status --short" } }).to_string();
-    let mut child = Command::new(exe)
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .with_context(|| format!("running {exe}"))?;
-    if let Some(mut stdin) = child.stdin.take() {
-        stdin.write_all(input.as_bytes())?;
-    }
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while child.try_wait()?.is_none() {
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            bail!("no answer within 10 s");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let mut out = String::new();
-    if let Some(mut stdout) = child.stdout.take() {
-        stdout.read_to_string(&mut out)?;
-    }
-    let answer: Value = serde_json::from_str(out.trim()).with_context(|| format!("not JSON: {out:?}"))?;
-    let cmd = answer.pointer("/updated_input/command").and_then(Value::as_str).unwrap_or_default();
-    if answer["permission"] != "allow" || !cmd.contains(" wrap -- ") {
-        bail!("unexpected answer {answer}");
-    }
-    Ok(())
+    cmd.spawn().map(drop)
 }
 
 #[cfg(test)]
@@ -414,13 +351,5 @@ mod tests {
         assert!(out["user_message"].as_str().unwrap().contains("WSL"));
         assert!(out["agent_message"].as_str().unwrap().contains("WSL"));
         assert_eq!(answer(&json!({"tool_name": "Read"}), "t", &env(), true)["permission"], "allow");
-    }
-
-    #[test]
-    fn our_entries_are_recognised_by_their_command() {
-        assert!(is_ours(r#"{"command": "/usr/local/bin/toolstream hook cursor"}"#));
-        assert!(is_ours(r#"{"command": "'/opt/my tools/toolstream' hook cursor"}"#));
-        assert!(!is_ours(r#"{"command": "tokenjuice cursor-pre-tool-use"}"#));
-        assert!(!is_ours(r#"{"command": "toolstream hook claude"}"#));
     }
 }

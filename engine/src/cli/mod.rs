@@ -4,8 +4,10 @@ mod bench;
 mod bridge;
 mod config_cmd;
 pub mod cursor_db;
+mod cursor_install;
 mod cursor_transcripts;
 mod hook;
+mod hooks_cmd;
 mod hooks_json;
 mod models;
 mod pi_provider;
@@ -71,17 +73,21 @@ pub enum Command {
     /// counts kept; progress, passing tests and repeats dropped), exiting with its exit code.
     /// If compaction goes wrong, the raw output is printed instead.
     Wrap(wrap::WrapArgs),
-    /// Answer an agent host's hook on stdin (`hook cursor`: Cursor's `preToolUse`, rewriting shell
-    /// commands to run through `toolstream wrap`).
+    /// Answer an agent host's hook on stdin (`hook cursor`: rewrite shell commands to run through
+    /// `toolstream wrap`; with `--sink`, also spool every event and deliver each closed turn).
     Hook(hook::HookArgs),
-    /// Add toolstream's hook to a host (`install cursor`: `~/.cursor/hooks.json`), keeping every
-    /// other hook in the file as it was.
-    Install(hook::HostArgs),
-    /// Check a host's toolstream hook (`doctor cursor`): prints `health: ok` (exit 0) or
-    /// `health: broken` and what is wrong (exit 1).
-    Doctor(hook::HostArgs),
-    /// Remove toolstream's hook from a host (`uninstall cursor`), leaving every other hook.
-    Uninstall(hook::HostArgs),
+    /// Add toolstream's hooks to a host (`install cursor [--sink SPEC]…`: `~/.cursor/hooks.json`
+    /// or a project's), keeping every other hook in the file as it was. With sinks, every Cursor
+    /// agent turn (IDE and CLI) is delivered to them.
+    Install(cursor_install::HostArgs),
+    /// Check a host's toolstream hooks (`doctor cursor`): the binary, the entries, the spool and
+    /// every sink; prints `health: ok` (exit 0) or `health: broken` and what is wrong (exit 1).
+    Doctor(cursor_install::HostArgs),
+    /// Remove toolstream's hooks from a host (`uninstall cursor`), leaving every other hook.
+    Uninstall(cursor_install::HostArgs),
+    /// The Cursor hook spool: `hooks status` (what is spooled, delivered and pending), `hooks
+    /// deliver` (deliver what is pending now).
+    Hooks(hooks_cmd::HooksArgs),
     /// Serve an API in front of Cursor (`serve openai`: OpenAI-compatible chat completions).
     Serve(serve::ServeArgs),
     /// Serve pi's tools to an MCP client (the pi tool bridge endpoint) over stdio: a `listening`
@@ -300,9 +306,10 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Models(args) => models::run(args),
         Command::Wrap(args) => wrap::run(args),
         Command::Hook(args) => hook::run_hook(args),
-        Command::Install(args) => hook::run_install(args),
-        Command::Doctor(args) => hook::run_doctor(args),
-        Command::Uninstall(args) => hook::run_uninstall(args),
+        Command::Install(args) => cursor_install::run_install(args),
+        Command::Doctor(args) => cursor_install::run_doctor(args),
+        Command::Uninstall(args) => cursor_install::run_uninstall(args),
+        Command::Hooks(args) => hooks_cmd::run(args),
         Command::Serve(args) => serve::run(args),
         Command::Bridge(args) => bridge::run(args),
     }

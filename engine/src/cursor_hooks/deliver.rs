@@ -1,0 +1,417 @@
+//! Delivery of spooled hook events: read every spool in time order, decode it as one hook log,
+//! and hand each sink the closed turns it has not taken yet, through the normal pipeline.
+//!
+//! A turn is ready once it closed (`stop`, `sessionEnd`, `subagentStop`, or the next turn of its
+//! conversation), or once it has been idle for `hook_turn_idle_ms` (then as incomplete). Sinks
+//! take turns in one of two ways:
+//! - **appending** sinks (OTLP) get each ready turn once;
+//! - **whole-conversation** sinks (`pi-sessions`) are written the whole conversation again (its
+//!   ready turns, subagents nested) whenever one of its turns is new to them and none is still
+//!   open: the session is written to a staging folder, then put in place — over the file of the
+//!   previous delivery only when that file is still exactly what toolstream wrote (a session the
+//!   user continued in pi is left alone, and the hook log says so).
+//!
+//! A sink's turns are marked delivered only when it took every event and lost nothing (no
+//! error, no drop, no loss reported at its close): otherwise the next delivery tries again.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+use toolstream_schemas::{Input, SourcePos};
+use toolstream_sinks::pi_session::dir::SessionsRoot;
+
+use super::spool::{self, Record};
+use super::HookPaths;
+use crate::decode::hooks::{HookDecoder, Tagged, TurnEnd, TurnKey};
+use crate::pipeline::{Pipeline, PipelineOptions};
+use crate::sinks::{SinkContext, SinkKind, SinkSpec, WhenFull};
+
+/// How a sink takes turns.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Takes {
+    /// Each turn once (OTLP).
+    Turns,
+    /// The whole conversation, again (pi sessions).
+    Conversations,
+}
+
+/// How a sink takes hook turns, or why it cannot be fed from hooks.
+pub fn takes(spec: &SinkSpec) -> Result<Takes, String> {
+    match spec.kind {
+        SinkKind::Otlp | SinkKind::OtlpGrpc => Ok(Takes::Turns),
+        SinkKind::PiSessions => Ok(Takes::Conversations),
+        SinkKind::Cards | SinkKind::Jsonl | SinkKind::PiSession | SinkKind::CursorDb | SinkKind::OpenAiSse => {
+            Err(format!(
+            "`{}` cannot be fed live from hooks (use otlp, otlp-grpc or pi-sessions; any sink can replay the spool: \
+             `toolstream replay <spool file> --sink …`)",
+            spec.kind.name()
+        ))
+        }
+    }
+}
+
+/// What was delivered of one conversation.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct Ledger {
+    /// Per turn (generation id): the sinks (labels) that took it.
+    #[serde(default)]
+    pub turns: BTreeMap<String, BTreeSet<String>>,
+    /// pi session files written for this conversation, and the sha256 of what was written.
+    #[serde(default)]
+    pub pi_sessions: BTreeMap<String, String>,
+}
+
+impl Ledger {
+    pub fn load(paths: &HookPaths, conversation: &str) -> Ledger {
+        std::fs::read_to_string(paths.delivered_file(conversation))
+            .ok()
+            .and_then(|t| serde_json::from_str(&t).ok())
+            .unwrap_or_default()
+    }
+
+    pub fn save(&self, paths: &HookPaths, conversation: &str) -> io::Result<()> {
+        crate::state_dir::private_dir(&paths.delivered_dir())?;
+        let text = serde_json::to_vec_pretty(self).map_err(io::Error::other)?;
+        spool::write_private(&paths.delivered_file(conversation), &text)
+    }
+}
+
+/// Where a turn stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TurnState {
+    /// Closed by its own events.
+    Closed,
+    /// No `stop` yet, idle past the timeout: delivered as incomplete.
+    Idle,
+    /// Still going.
+    Open,
+}
+
+impl TurnState {
+    pub fn ready(self) -> bool {
+        self != TurnState::Open
+    }
+}
+
+/// One turn found in the spools.
+#[derive(Clone, Debug, Serialize)]
+pub struct Turn {
+    pub conversation: String,
+    pub generation: String,
+    /// The conversation at the top of its subagent nesting.
+    pub root: String,
+    pub state: TurnState,
+    pub last_ms: u64,
+    /// Sinks (labels) that took it.
+    pub delivered: BTreeSet<String>,
+}
+
+/// The spools, decoded.
+#[derive(Debug, Default)]
+pub struct Spooled {
+    /// The spooled lines, in time order (decoded again for each sink: decoding is deterministic).
+    lines: Vec<Record>,
+    pub turns: BTreeMap<TurnKey, Turn>,
+    /// Records and bytes per conversation (file).
+    pub records: BTreeMap<String, (u64, u64)>,
+    /// Lines that could not be decoded.
+    pub bad_lines: Vec<String>,
+}
+
+/// Read and decode every spool; turns idle for `idle_ms` before `now_ms` are ready.
+pub fn read_spools(paths: &HookPaths, now_ms: u64, idle_ms: u64) -> io::Result<Spooled> {
+    let files = spool::spool_files(paths)?;
+    let mut out = Spooled::default();
+    for f in &files {
+        out.records.insert(f.conversation.clone(), (0, f.bytes));
+    }
+    out.lines = spool::read_records(&files)?;
+    for r in &out.lines {
+        if let Some(n) = out.records.get_mut(&r.conversation) {
+            n.0 += 1;
+        }
+    }
+    let (events, ends) = decode(&out.lines, Some(&mut out.bad_lines));
+    // Roots of nested conversations, from the runs' parent links.
+    let mut parent: HashMap<Arc<str>, Arc<str>> = HashMap::new();
+    let mut last: HashMap<TurnKey, u64> = HashMap::new();
+    for t in &events {
+        let Some(key) = &t.turn else { continue };
+        if let Input::RunStarted(start) = &t.event.kind {
+            if let Some(p) = start.context.as_ref().and_then(|c| c.parent.as_ref()) {
+                parent.insert(key.conversation.clone(), p.session.clone());
+            }
+        }
+        let at = t.event.at_ms.unwrap_or(0);
+        let e = last.entry(key.clone()).or_default();
+        *e = (*e).max(at);
+    }
+    let root_of = |c: &Arc<str>| {
+        let mut r = c.clone();
+        for _ in 0..64 {
+            match parent.get(&r) {
+                Some(p) if p != &r => r = p.clone(),
+                _ => break,
+            }
+        }
+        r
+    };
+    let mut ledgers: HashMap<String, Ledger> = HashMap::new();
+    for (key, last_ms) in last {
+        let state = match ends.get(&key) {
+            Some(TurnEnd::Reported) => TurnState::Closed,
+            Some(TurnEnd::EndOfInput) if now_ms.saturating_sub(last_ms) >= idle_ms => TurnState::Idle,
+            _ => TurnState::Open,
+        };
+        let conversation = key.conversation.to_string();
+        let ledger = ledgers.entry(conversation.clone()).or_insert_with(|| Ledger::load(paths, &conversation));
+        let delivered = ledger.turns.get(&*key.generation).cloned().unwrap_or_default();
+        let turn = Turn {
+            conversation,
+            generation: key.generation.to_string(),
+            root: root_of(&key.conversation).to_string(),
+            state,
+            last_ms,
+            delivered,
+        };
+        out.turns.insert(key, turn);
+    }
+    Ok(out)
+}
+
+/// Decode spooled lines as one hook log (closing what is open at the end); how each turn ended.
+fn decode(lines: &[Record], mut bad: Option<&mut Vec<String>>) -> (Vec<Tagged>, HashMap<TurnKey, TurnEnd>) {
+    let mut decoder = HookDecoder::default();
+    let mut events = Vec::new();
+    for (i, r) in lines.iter().enumerate() {
+        let pos = SourcePos { line: i as u64 + 1, offset: 0 };
+        if let Err(e) = decoder.decode_line(&r.text, pos, &mut events) {
+            if let Some(bad) = bad.as_deref_mut() {
+                bad.push(format!("{}:{}: {e}", r.conversation, r.line));
+            }
+        }
+    }
+    decoder.finish(&mut events);
+    (events, decoder.take_ends().into_iter().collect())
+}
+
+/// The turns `sink` is to be given now.
+pub fn due(spooled: &Spooled, sink: &SinkSpec) -> Result<BTreeSet<TurnKey>, String> {
+    let label = sink.label();
+    let new = |t: &Turn| t.state.ready() && !t.delivered.contains(&label);
+    Ok(match takes(sink)? {
+        Takes::Turns => spooled.turns.iter().filter(|(_, t)| new(t)).map(|(k, _)| k.clone()).collect(),
+        Takes::Conversations => {
+            let mut roots: BTreeSet<&str> =
+                spooled.turns.values().filter(|t| new(t)).map(|t| t.root.as_str()).collect();
+            // A conversation with a turn still going waits: its subagents belong to that turn.
+            for t in spooled.turns.values().filter(|t| !t.state.ready()) {
+                roots.remove(t.root.as_str());
+            }
+            spooled
+                .turns
+                .iter()
+                .filter(|(_, t)| t.state.ready() && roots.contains(t.root.as_str()))
+                .map(|(k, _)| k.clone())
+                .collect()
+        }
+    })
+}
+
+/// What one delivery did for one sink.
+#[derive(Debug, Default, Serialize)]
+pub struct SinkOutcome {
+    pub sink: String,
+    pub turns: usize,
+    pub delivered: bool,
+    pub problem: Option<String>,
+}
+
+/// Settings of a delivery.
+#[derive(Clone, Debug)]
+pub struct DeliverSettings {
+    pub sinks: Vec<SinkSpec>,
+    pub now_ms: u64,
+    pub idle_ms: u64,
+    pub pipeline: PipelineOptions,
+    pub trace_limit_bytes: u64,
+}
+
+/// One delivery pass: every sink gets what is due to it.
+pub fn deliver(paths: &HookPaths, settings: &DeliverSettings) -> io::Result<Vec<SinkOutcome>> {
+    let spooled = read_spools(paths, settings.now_ms, settings.idle_ms)?;
+    for bad in &spooled.bad_lines {
+        spool::log(paths, "delivery", &format!("a spool line could not be decoded: {bad}"));
+    }
+    let mut outcomes = Vec::new();
+    let mut ledgers: BTreeMap<String, Ledger> = BTreeMap::new();
+    for sink in &settings.sinks {
+        let turns = match due(&spooled, sink) {
+            Ok(t) => t,
+            Err(e) => {
+                outcomes.push(SinkOutcome { sink: sink.label(), problem: Some(e), ..SinkOutcome::default() });
+                continue;
+            }
+        };
+        if turns.is_empty() {
+            continue;
+        }
+        let outcome = match takes(sink) {
+            Ok(Takes::Conversations) => deliver_sessions(paths, settings, sink, &spooled, &turns, &mut ledgers),
+            _ => deliver_turns(settings, sink, &spooled, &turns),
+        };
+        if outcome.delivered {
+            for key in &turns {
+                let conv = key.conversation.to_string();
+                let ledger = ledgers.entry(conv.clone()).or_insert_with(|| Ledger::load(paths, &conv));
+                ledger.turns.entry(key.generation.to_string()).or_default().insert(sink.label());
+            }
+        } else if let Some(p) = &outcome.problem {
+            spool::log(paths, "delivery", &format!("{}: {p}; {} turn(s) stay pending", outcome.sink, turns.len()));
+        }
+        outcomes.push(outcome);
+    }
+    for (conv, ledger) in &ledgers {
+        ledger.save(paths, conv)?;
+    }
+    Ok(outcomes)
+}
+
+/// The events of `turns`, in order.
+fn events_of(spooled: &Spooled, turns: &BTreeSet<TurnKey>) -> Vec<toolstream_schemas::InputEvent> {
+    let (events, _) = decode(&spooled.lines, None);
+    events.into_iter().filter(|t| t.turn.as_ref().is_some_and(|k| turns.contains(k))).map(|t| t.event).collect()
+}
+
+/// Run `events` through a pipeline into the sink `plan`; `None` when it took everything and lost
+/// nothing, else what went wrong.
+fn run(settings: &DeliverSettings, plan_for: &SinkSpec, events: Vec<toolstream_schemas::InputEvent>) -> Option<String> {
+    let ctx = SinkContext { overwrite_sessions: true, ..SinkContext::headless(settings.trace_limit_bytes, false) };
+    // Nothing may be dropped on the way: the ledger says what the sink took.
+    let plan = plan_for.plan(&ctx, Some(WhenFull::Block));
+    let mut pipeline = match Pipeline::with_sinks(settings.pipeline.clone(), vec![plan]) {
+        Ok(p) => p,
+        Err(e) => return Some(e.to_string()),
+    };
+    let mut errors = Vec::new();
+    let mut report = |e: &crate::decode::DecodeError| errors.push(e.to_string());
+    let fed = pipeline.run_events("cursor hook spool", "cursor-hooks", events.into_iter().map(Ok), &mut report);
+    let stats = pipeline.finish();
+    if let Err(e) = fed {
+        return Some(e.to_string());
+    }
+    let Some(s) = stats.sinks.first() else { return Some("the sink did not start".into()) };
+    if let Some(e) = &s.error {
+        return Some(e.clone());
+    }
+    if let Some(l) = &s.lost {
+        return Some(format!("{} {} lost: {}", l.count, l.unit, l.why));
+    }
+    if s.dropped > 0 || s.stuck {
+        return Some(format!("{} event(s) not written", s.dropped));
+    }
+    stats.engine_errors.first().cloned()
+}
+
+fn deliver_turns(
+    settings: &DeliverSettings,
+    sink: &SinkSpec,
+    spooled: &Spooled,
+    turns: &BTreeSet<TurnKey>,
+) -> SinkOutcome {
+    let problem = run(settings, sink, events_of(spooled, turns));
+    SinkOutcome { sink: sink.label(), turns: turns.len(), delivered: problem.is_none(), problem }
+}
+
+/// pi sessions: one pipeline per conversation into a staging folder, then each session put in
+/// place.
+fn deliver_sessions(
+    paths: &HookPaths,
+    settings: &DeliverSettings,
+    sink: &SinkSpec,
+    spooled: &Spooled,
+    turns: &BTreeSet<TurnKey>,
+    ledgers: &mut BTreeMap<String, Ledger>,
+) -> SinkOutcome {
+    let mut outcome = SinkOutcome { sink: sink.label(), turns: turns.len(), delivered: true, problem: None };
+    let roots: BTreeSet<String> = turns.iter().filter_map(|k| spooled.turns.get(k)).map(|t| t.root.clone()).collect();
+    for root in roots {
+        let mine: BTreeSet<TurnKey> =
+            turns.iter().filter(|k| spooled.turns.get(*k).is_some_and(|t| t.root == root)).cloned().collect();
+        let staging = paths.staging_dir().join(format!("{}-{}", super::file_name(&root), std::process::id()));
+        let _ = std::fs::remove_dir_all(&staging);
+        let result = crate::state_dir::private_dir(&staging).map_err(|e| e.to_string()).and_then(|()| {
+            let staged = SinkSpec::new(SinkKind::PiSessions, Some(staging.clone()));
+            match run(settings, &staged, events_of(spooled, &mine)) {
+                Some(p) => Err(p),
+                None => {
+                    let ledger = ledgers.entry(root.clone()).or_insert_with(|| Ledger::load(paths, &root));
+                    place_sessions(&staging, sink.path.as_deref(), ledger)
+                }
+            }
+        });
+        let _ = std::fs::remove_dir_all(&staging);
+        if let Err(p) = result {
+            outcome.delivered = false;
+            outcome.problem = Some(p);
+        }
+    }
+    outcome
+}
+
+/// Put every staged pi session in place: where pi keeps the sessions of its working directory
+/// (or `dir`), never over a file toolstream did not write exactly as it is now.
+fn place_sessions(staging: &Path, dir: Option<&Path>, ledger: &mut Ledger) -> Result<(), String> {
+    let root = match dir {
+        Some(d) => SessionsRoot::Flat(d.to_path_buf()),
+        None => {
+            let home = std::env::var_os("HOME").map(PathBuf::from);
+            SessionsRoot::from_pi_env(|k| std::env::var(k).ok(), home.as_deref()).map_err(|e| e.to_string())?
+        }
+    };
+    let entries = std::fs::read_dir(staging).map_err(|e| e.to_string())?;
+    for e in entries.filter_map(Result::ok) {
+        let staged = e.path();
+        if staged.extension().is_none_or(|x| x != "jsonl") {
+            continue;
+        }
+        let bytes = std::fs::read(&staged).map_err(|e| e.to_string())?;
+        let cwd = header_cwd(&bytes).unwrap_or_default();
+        let folder = root.folder(&cwd);
+        std::fs::create_dir_all(&folder).map_err(|e| format!("{}: {e}", folder.display()))?;
+        let target = folder.join(e.file_name());
+        let key = target.display().to_string();
+        if let Ok(existing) = std::fs::read(&target) {
+            let ours = ledger.pi_sessions.get(&key).is_some_and(|sha| *sha == sha256(&existing));
+            if !ours {
+                return Err(format!(
+                    "{} exists and is not the session toolstream wrote (continued in pi?): left as it is",
+                    target.display()
+                ));
+            }
+        }
+        let tmp = folder.join(format!(".{}.toolstream-{}", e.file_name().to_string_lossy(), std::process::id()));
+        std::fs::write(&tmp, &bytes).and_then(|()| std::fs::rename(&tmp, &target)).map_err(|e| {
+            let _ = std::fs::remove_file(&tmp);
+            format!("{}: {e}", target.display())
+        })?;
+        ledger.pi_sessions.insert(key, sha256(&bytes));
+    }
+    Ok(())
+}
+
+/// The `cwd` of a pi session file's header line.
+fn header_cwd(bytes: &[u8]) -> Option<String> {
+    let first = bytes.split(|b| *b == b'\n').next()?;
+    let v: serde_json::Value = serde_json::from_slice(first).ok()?;
+    v.get("cwd").and_then(serde_json::Value::as_str).map(str::to_owned)
+}
+
+fn sha256(bytes: &[u8]) -> String {
+    Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
+}

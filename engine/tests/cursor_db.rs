@@ -15,12 +15,11 @@ mod common;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::time::Duration;
 
 use rusqlite::Connection;
 use serde_json::{json, Value};
 
-const PI_TIMEOUT: Duration = Duration::from_secs(60);
+use common::cursor::PI_TIMEOUT;
 const CONVO: &str = "cursor-bubbles/toolpath-convo.json";
 const AGENT_HUB: &str = "cursor-bubbles/agent-hub-ide-composer-sample.json";
 
@@ -151,33 +150,6 @@ fn assistant_text(lines: &[Value]) -> String {
     all.split_whitespace().collect()
 }
 
-fn pi_command(pi: &Path, home: &Path) -> Command {
-    let agent = home.join("agent");
-    std::fs::create_dir_all(&agent).unwrap();
-    let mut cmd = Command::new(pi);
-    cmd.env("PI_CODING_AGENT_DIR", &agent)
-        .env("PI_OFFLINE", "1")
-        .env("HOME", home)
-        .env_remove("PI_CODING_AGENT_SESSION_DIR");
-    cmd
-}
-
-/// Send RPC commands to `pi --mode rpc ARGS…` (stdin then closed) and return its responses by id.
-fn pi_rpc(mut cmd: Command, commands: &[Value]) -> std::collections::HashMap<String, Value> {
-    let input: String = commands.iter().map(|c| format!("{c}\n")).collect();
-    let out = common::run_with_timeout(&mut cmd, Some(input.as_bytes()), PI_TIMEOUT).unwrap();
-    let mut by_id = std::collections::HashMap::new();
-    for line in out.stdout.lines() {
-        if let Ok(v) = serde_json::from_str::<Value>(line) {
-            if v["type"] == "response" {
-                by_id.insert(v["id"].as_str().unwrap_or("").to_owned(), v);
-            }
-        }
-    }
-    assert!(!by_id.is_empty(), "pi answered nothing: exit {:?}, stderr {}", out.code, out.stderr);
-    by_id
-}
-
 // ------------------------------------------------------------------------------------------------
 // Source
 // ------------------------------------------------------------------------------------------------
@@ -264,7 +236,7 @@ fn the_real_conversation_replays_to_a_session_pi_accepts() {
             let copy = dir.join("copy.jsonl");
             std::fs::copy(file, &copy).unwrap();
             let html = dir.join("out.html");
-            let mut cmd = pi_command(&pi.bin(), &dir.join("home"));
+            let mut cmd = common::cursor::pi_command(&pi.bin(), &dir.join("home"));
             cmd.args(["--export", copy.to_str().unwrap(), html.to_str().unwrap()]);
             let out = common::run_with_timeout(&mut cmd, None, PI_TIMEOUT).unwrap();
             assert_eq!(out.code, Some(0), "pi --export: {}", out.stderr);
@@ -278,9 +250,9 @@ fn the_real_conversation_replays_to_a_session_pi_accepts() {
             let mut header: Value = serde_json::from_str(first).unwrap();
             header["cwd"] = json!(workdir); // pi refuses a session whose folder is missing
             std::fs::write(&copy, format!("{header}\n{rest}")).unwrap();
-            let mut cmd = pi_command(&pi.bin(), &dir.join("home"));
+            let mut cmd = common::cursor::pi_command(&pi.bin(), &dir.join("home"));
             cmd.args(["--mode", "rpc", "--session", copy.to_str().unwrap()]);
-            let res = pi_rpc(cmd, &[json!({"id": "messages", "type": "get_messages"})]);
+            let res = common::cursor::pi_rpc(cmd, &[json!({"id": "messages", "type": "get_messages"})]);
             let got = res["messages"]["data"]["messages"].as_array().unwrap();
             assert_eq!(got.len(), messages(&lines).len());
             assert_eq!(got.iter().filter(|m| m["role"] == "toolResult").count(), n_calls);
@@ -605,27 +577,16 @@ fn pi_sessions_go_where_pi_lists_and_opens_them_once() {
 
     common::each_pi(|pi| {
         // pi's own session listing (what `pi -r` shows) for that working directory.
-        let pkg = pi.package_dir().join("dist/index.js");
-        let script = format!(
-            "import {{ SessionManager }} from {pkg};\nconst s = await SessionManager.list({cwd});\nconsole.log(JSON.stringify(s.map(x => ({{ path: x.path, id: x.id, firstMessage: x.firstMessage, messageCount: x.messageCount }}))));",
-            pkg = json!(pkg.canonicalize().unwrap().to_str().unwrap()),
-            cwd = json!(cwd),
-        );
-        let mut node_cmd = Command::new(pi.node());
-        node_cmd.current_dir(&workdir).args(["--input-type=module", "-e", &script]).env("PI_CODING_AGENT_DIR", &agent);
-        let listed = common::run_with_timeout(&mut node_cmd, None, PI_TIMEOUT).unwrap();
-        assert_eq!(listed.code, Some(0), "{}", listed.stderr);
-        let listed: Value = serde_json::from_str(listed.stdout.trim()).unwrap();
-        let listed = listed.as_array().unwrap();
+        let listed = common::cursor::pi_sessions_of(pi, &agent, cwd, PI_TIMEOUT);
         assert_eq!(listed.len(), 1, "{listed:?}");
         assert_eq!(listed[0]["id"], id);
         assert!(listed[0]["firstMessage"].as_str().unwrap().starts_with("You're going to walk through"));
         assert_eq!(listed[0]["messageCount"].as_u64().unwrap() as usize, messages(&lines).len());
 
         // pi opens it by id from that folder (`pi --session <id>` looks it up in the listing).
-        let mut cmd = pi_command(&pi.bin(), &home);
+        let mut cmd = common::cursor::pi_command(&pi.bin(), &home);
         cmd.current_dir(&workdir).args(["--mode", "rpc", "--session", id]);
-        let res = pi_rpc(
+        let res = common::cursor::pi_rpc(
             cmd,
             &[json!({"id": "state", "type": "get_state"}), json!({"id": "messages", "type": "get_messages"})],
         );

@@ -8,9 +8,10 @@
 
 mod common;
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
+use common::cursor::hook_log_holds;
 use serde_json::Value;
 use toolstream::decode::framing::{Frame, LineReader};
 use toolstream::decode::Decoder;
@@ -46,60 +47,6 @@ fn transcripts() -> Vec<PathBuf> {
     }
     out.sort();
     out
-}
-
-/// The hook payloads of a log, out of their envelopes (LangSmith `payload`, agent-bundle
-/// `event.native`; agent-bundle's MCP-server lines hold none).
-pub fn payloads(file: &Path) -> Vec<Value> {
-    std::fs::read_to_string(file)
-        .unwrap()
-        .lines()
-        .filter(|l| !l.trim().is_empty())
-        .filter_map(|l| {
-            let v: Value = serde_json::from_str(l).unwrap();
-            v.get("payload").cloned().or_else(|| v.pointer("/event/native").cloned())
-        })
-        .collect()
-}
-
-fn s<'a>(p: &'a Value, k: &str) -> &'a str {
-    p.get(k).and_then(Value::as_str).unwrap_or("")
-}
-
-/// What a hook log holds, from its payloads: turns (a `generation_id` of a conversation, the
-/// subagent events' pseudo-generation aside) and calls (a `preToolUse` each, and each completion
-/// whose `preToolUse` the log lacks — matched by id, else tool and input).
-fn hook_log_holds(file: &Path) -> (usize, usize) {
-    let ps = payloads(file);
-    let mut turns = BTreeSet::new();
-    let mut calls = 0;
-    let mut open: Vec<(String, String, String, String)> = Vec::new();
-    for p in &ps {
-        let (conv, gen, ev) = (s(p, "conversation_id"), s(p, "generation_id"), s(p, "hook_event_name"));
-        if !gen.is_empty() && gen != conv {
-            turns.insert((conv.to_owned(), gen.to_owned()));
-        }
-        let key = |p: &Value| (conv.to_owned(), s(p, "tool_use_id").to_owned(), s(p, "tool_name").to_owned(), p["tool_input"].to_string());
-        match ev {
-            "preToolUse" => {
-                calls += 1;
-                open.push(key(p));
-            }
-            "postToolUse" | "postToolUseFailure" => {
-                let k = key(p);
-                let by_id = open.iter().position(|o| !k.1.is_empty() && o.0 == k.0 && o.1 == k.1);
-                let by_input = open.iter().position(|o| o.0 == k.0 && o.2 == k.2 && o.3 == k.3);
-                match by_id.or(by_input) {
-                    Some(i) => {
-                        open.remove(i);
-                    }
-                    None => calls += 1,
-                }
-            }
-            _ => {}
-        }
-    }
-    (turns.len(), calls)
 }
 
 /// What a transcript holds: turns (user messages) and calls (`tool_use` blocks).
@@ -140,7 +87,11 @@ fn every_hook_log_and_transcript_replays_with_no_decode_error_and_what_it_holds(
         assert!(format == "cursor-hooks" || format == "cursor-transcript", "{name}: {format}");
         // Transcripts record no results: nothing fails.
         if format == "cursor-transcript" {
-            assert_eq!((stats["error_cards"].as_u64(), stats["incomplete_calls"].as_u64()), (Some(0), Some(0)), "{name}");
+            assert_eq!(
+                (stats["error_cards"].as_u64(), stats["incomplete_calls"].as_u64()),
+                (Some(0), Some(0)),
+                "{name}"
+            );
         }
         seen += 1;
     }
@@ -203,7 +154,8 @@ fn minus(a: &[(String, String)], b: &[(String, String)]) -> Vec<(String, String)
 
 #[test]
 fn the_langsmith_pair_gives_the_same_calls_from_either_source() {
-    let (Some(log), Some(dir)) = (toolstream_testkit::fixture(PAIR_HOOKS), toolstream_testkit::fixture(PAIR_TRANSCRIPTS))
+    let (Some(log), Some(dir)) =
+        (toolstream_testkit::fixture(PAIR_HOOKS), toolstream_testkit::fixture(PAIR_TRANSCRIPTS))
     else {
         return;
     };
@@ -212,7 +164,11 @@ fn the_langsmith_pair_gives_the_same_calls_from_either_source() {
         dir.join(format!("{PAIR_MAIN}.jsonl")),
         dir.join("subagents").join(format!("{PAIR_SUBAGENT}.jsonl")),
     ]);
-    assert_eq!(from_hooks.keys().collect::<Vec<_>>(), from_transcripts.keys().collect::<Vec<_>>(), "the same conversations");
+    assert_eq!(
+        from_hooks.keys().collect::<Vec<_>>(),
+        from_transcripts.keys().collect::<Vec<_>>(),
+        "the same conversations"
+    );
     let pair = |v: &[(&str, &str)]| v.iter().map(|(a, b)| ((*a).to_owned(), (*b).to_owned())).collect::<Vec<_>>();
     // What only one source can see: the hooks report Cursor saving the pasted image; the
     // transcript records the subagent's progress notes, a tool no hook reports.
@@ -235,7 +191,9 @@ fn check_nesting(events: &[toolstream_schemas::OutputEvent], what: &str) {
     let child = events
         .iter()
         .find_map(|e| match &e.kind {
-            Output::RunOpened { context: Some(c), .. } if c.parent.is_some() => Some((e.run.clone(), c.parent.clone().unwrap())),
+            Output::RunOpened { context: Some(c), .. } if c.parent.is_some() => {
+                Some((e.run.clone(), c.parent.clone().unwrap()))
+            }
             _ => None,
         })
         .unwrap_or_else(|| panic!("{what}: no nested run"));
@@ -257,7 +215,8 @@ fn check_nesting(events: &[toolstream_schemas::OutputEvent], what: &str) {
 
 #[test]
 fn the_subagent_run_is_nested_under_its_subagent_call() {
-    let (Some(log), Some(dir)) = (toolstream_testkit::fixture(PAIR_HOOKS), toolstream_testkit::fixture(PAIR_TRANSCRIPTS))
+    let (Some(log), Some(dir)) =
+        (toolstream_testkit::fixture(PAIR_HOOKS), toolstream_testkit::fixture(PAIR_TRANSCRIPTS))
     else {
         return;
     };
@@ -280,7 +239,11 @@ fn the_subagent_run_is_nested_under_its_subagent_call() {
         ("hooks", vec!["replay".to_owned(), log.display().to_string()]),
         (
             "transcripts",
-            vec!["replay".to_owned(), "--from-cursor-transcripts".to_owned(), dir.parent().unwrap().display().to_string()],
+            vec![
+                "replay".to_owned(),
+                "--from-cursor-transcripts".to_owned(),
+                dir.parent().unwrap().display().to_string(),
+            ],
         ),
     ] {
         let out = common::tempdir();
@@ -294,7 +257,8 @@ fn the_subagent_run_is_nested_under_its_subagent_call() {
         let lines: Vec<Value> =
             std::fs::read_to_string(&files[0]).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
         let msgs: Vec<&Value> = lines.iter().filter(|e| e["type"] == "message").map(|e| &e["message"]).collect();
-        let prompts: Vec<&str> = msgs.iter().filter(|m| m["role"] == "user").map(|m| m["content"][0]["text"].as_str().unwrap()).collect();
+        let prompts: Vec<&str> =
+            msgs.iter().filter(|m| m["role"] == "user").map(|m| m["content"][0]["text"].as_str().unwrap()).collect();
         assert_eq!(prompts.len(), 6, "{what}: every prompt of the conversation");
         let task = msgs
             .iter()
@@ -303,7 +267,7 @@ fn the_subagent_run_is_nested_under_its_subagent_call() {
         let text = task["content"][0]["text"].as_str().unwrap();
         assert!(text.contains("Subagent run"), "{what}: {text}");
         let subagent_calls = text.lines().filter(|l| l.starts_with("● ") || l.starts_with("✗ ")).count();
-        let (_, expected) = if what == "hooks" { (0, 35) } else { (0, 39) };
+        let expected = if what == "hooks" { 35 } else { 39 };
         assert_eq!(subagent_calls, expected, "{what}: every call of the subagent: {text}");
     }
 }

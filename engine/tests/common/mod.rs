@@ -3,6 +3,7 @@
 //! output events of a replay through the library, and running other programs (pi) with a timeout.
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+pub mod cursor;
 pub mod http;
 pub mod otel;
 

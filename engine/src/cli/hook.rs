@@ -275,7 +275,11 @@ fn observe(paths: &HookPaths, args: &CursorHookArgs, payload: &mut Value) {
             return;
         }
     }
-    if matches!(known, Some(HookEvent::Stop | HookEvent::SubagentStop | HookEvent::SessionEnd)) {
+    // A turn closed (or a session starts: a good moment for turns left idle by an earlier one).
+    if matches!(
+        known,
+        Some(HookEvent::Stop | HookEvent::SubagentStop | HookEvent::SessionEnd | HookEvent::SessionStart)
+    ) {
         if let Err(e) = start_delivery(&args.sinks) {
             spool::log(paths, "hook", &format!("cannot start a delivery: {e}; the turn stays pending"));
         }

@@ -415,3 +415,53 @@ fn header_cwd(bytes: &[u8]) -> Option<String> {
 fn sha256(bytes: &[u8]) -> String {
     Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn spool_of(events: &[serde_json::Value]) -> HookPaths {
+        use std::sync::atomic::{AtomicU32, Ordering};
+        static N: AtomicU32 = AtomicU32::new(0);
+        let n = N.fetch_add(1, Ordering::Relaxed);
+        let paths = HookPaths::new(std::env::temp_dir().join(format!("toolstream-deliver-{}-{n}", std::process::id())));
+        for (i, e) in events.iter().enumerate() {
+            spool::append(&paths, 1_000 + i as u64, &mut e.clone()).unwrap();
+        }
+        paths
+    }
+
+    fn p(event: &str, gen: &str) -> serde_json::Value {
+        json!({"hook_event_name": event, "conversation_id": "c", "generation_id": gen, "prompt": "x", "status": "completed"})
+    }
+
+    fn gens(keys: &BTreeSet<TurnKey>) -> Vec<&str> {
+        keys.iter().map(|k| &*k.generation).collect()
+    }
+
+    #[test]
+    fn turns_are_due_per_sink_and_a_conversation_waits_for_its_open_turn() {
+        let otlp: SinkSpec = "otlp=http://127.0.0.1:1".parse().unwrap();
+        let pi: SinkSpec = "pi-sessions=/nowhere".parse().unwrap();
+        let open = spool_of(&[p("beforeSubmitPrompt", "g1"), p("stop", "g1"), p("beforeSubmitPrompt", "g2")]);
+        let s = read_spools(&open, 2_000, 60_000).unwrap();
+        assert_eq!(s.turns.values().map(|t| t.state).collect::<Vec<_>>(), [TurnState::Closed, TurnState::Open]);
+        assert_eq!(gens(&due(&s, &otlp).unwrap()), ["g1"], "each closed turn, at once");
+        assert!(due(&s, &pi).unwrap().is_empty(), "the conversation is still in a turn");
+        // Idle long enough, the open turn is due too, as incomplete.
+        let later = read_spools(&open, 2_000 + 60_000, 60_000).unwrap();
+        assert_eq!(gens(&due(&later, &pi).unwrap()), ["g1", "g2"]);
+
+        let mut ledger = Ledger::default();
+        ledger.turns.entry("g1".into()).or_default().extend([otlp.label(), pi.label()]);
+        ledger.save(&open, "c").unwrap();
+        let s = read_spools(&open, 2_000 + 60_000, 60_000).unwrap();
+        assert_eq!(gens(&due(&s, &otlp).unwrap()), ["g2"], "what a sink took is not given again");
+        assert_eq!(gens(&due(&s, &pi).unwrap()), ["g1", "g2"], "pi sessions are written whole");
+        let cards: SinkSpec = "cards".parse().unwrap();
+        assert!(due(&s, &cards).unwrap_err().contains("cannot be fed live"));
+        let _ = std::fs::remove_dir_all(&open.root);
+    }
+}

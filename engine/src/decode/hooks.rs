@@ -427,13 +427,19 @@ impl HookDecoder {
         format!("{tool_use_id}#hook{}", c.next_call)
     }
 
-    fn start_call(&mut self, cx: &mut Cx<'_>, p: &HookPayload, from_execution_hook: bool) {
+    /// A call as a payload reports it, named (see [`HookDecoder::new_call_id`]).
+    fn new_call(
+        &mut self,
+        conv: &Arc<str>,
+        p: &HookPayload,
+        started_at: Option<u64>,
+        from_execution_hook: bool,
+    ) -> OpenCall {
         let (tool_name, input) = call_name_and_input(p);
         let (kind, tool, args) = resolve(&tool_name, input.as_ref());
         let tool_use_id = p.tool_use_id.clone().unwrap_or_default();
-        let id = self.new_call_id(&cx.conv, &tool_use_id);
-        let ev = tool_event(&id, &tool_name, tool.clone(), &args, None, cx.at_ms, None);
-        self.conversation(&cx.conv).calls.push(OpenCall {
+        let id = self.new_call_id(conv, &tool_use_id);
+        OpenCall {
             id,
             tool_use_id,
             tool_name,
@@ -441,11 +447,17 @@ impl HookDecoder {
             kind,
             tool,
             args,
-            started_at: cx.at_ms,
+            started_at,
             from_execution_hook,
             execution_output: None,
             edits: None,
-        });
+        }
+    }
+
+    fn start_call(&mut self, cx: &mut Cx<'_>, p: &HookPayload, from_execution_hook: bool) {
+        let call = self.new_call(&cx.conv, p, cx.at_ms, from_execution_hook);
+        let ev = tool_event(&call.id, &call.tool_name, call.tool.clone(), &call.args, None, cx.at_ms, None);
+        self.conversation(&cx.conv).calls.push(call);
         cx.push(self, Input::ToolStarted(Box::new(ev)));
     }
 
@@ -479,36 +491,13 @@ impl HookDecoder {
         }
         let call = match call {
             Some(c) => c,
-            None => {
-                let (tool_name, input) = call_name_and_input(p);
-                let (kind, tool, args) = resolve(&tool_name, input.as_ref());
-                let tool_use_id = p.tool_use_id.clone().unwrap_or_default();
-                let id = self.new_call_id(&cx.conv, &tool_use_id);
-                OpenCall {
-                    id,
-                    tool_use_id,
-                    tool_name,
-                    input,
-                    kind,
-                    tool,
-                    args,
-                    started_at: None,
-                    from_execution_hook: false,
-                    execution_output: None,
-                    edits: None,
-                }
-            }
+            None => self.new_call(&cx.conv, p, None, false),
         };
         let result = if failed {
             failure(p)
         } else {
-            let output = p.tool_output.as_ref().and_then(Recorded::parse);
-            let output = output.or_else(|| call.execution_output.as_ref().and_then(Recorded::parse));
-            output.and_then(|o| {
-                let status = if mcp_is_error(&o) { ResultStatus::Error } else { ResultStatus::Success };
-                let value = canonical_result(call.kind, &o)?;
-                raw(&value).map(|value| ToolResult { status, value, extra: Vec::new() })
-            })
+            let output = p.tool_output.as_ref().or(call.execution_output.as_ref());
+            output.and_then(|o| recorded_result(call.kind, o))
         };
         self.finish_call(cx, call, result);
     }
@@ -560,21 +549,14 @@ impl HookDecoder {
         match self.find_execution_call(&cx.conv, p) {
             Some(i) if self.conversation(&cx.conv).calls[i].from_execution_hook => {
                 let call = self.conversation(&cx.conv).calls.remove(i);
-                let result = output.as_ref().and_then(Recorded::parse).and_then(|o| {
-                    let value = canonical_result(call.kind, &o)?;
-                    let status = if mcp_is_error(&o) { ResultStatus::Error } else { ResultStatus::Success };
-                    raw(&value).map(|value| ToolResult { status, value, extra: Vec::new() })
-                });
+                let result = output.as_ref().and_then(|o| recorded_result(call.kind, o));
                 self.finish_call(cx, call, result);
             }
             Some(i) => {
                 // `postToolUse` will complete the call; its output fills in when that has none.
                 self.counts.attached += 1;
                 let call = &mut self.conversation(&cx.conv).calls[i];
-                call.execution_output = output.map(|o| match o {
-                    Value::String(_) => o,
-                    other => Value::String(other.to_string()),
-                });
+                call.execution_output = output;
             }
             None => {
                 let target = if shell { p.command.clone() } else { p.tool_name.clone() };
@@ -587,13 +569,7 @@ impl HookDecoder {
                     self.start_call(cx, p, true);
                     if let Some(i) = self.find_execution_call(&cx.conv, p) {
                         let call = self.conversation(&cx.conv).calls.remove(i);
-                        let result = output.as_ref().and_then(Recorded::parse).and_then(|o| {
-                            raw(&canonical_result(call.kind, &o)?).map(|value| ToolResult {
-                                status: ResultStatus::Success,
-                                value,
-                                extra: Vec::new(),
-                            })
-                        });
+                        let result = output.as_ref().and_then(|o| recorded_result(call.kind, o));
                         self.finish_call(cx, call, result);
                     }
                 }
@@ -795,6 +771,15 @@ fn tool_event(
         completed_at_ms: completed,
         extra: Vec::new(),
     }
+}
+
+/// The result a call recorded (`tool_output`, an execution hook's output): success, unless an MCP
+/// result says `isError`; `None` when it recorded nothing a card could truthfully show.
+fn recorded_result(kind: Option<ToolKind>, output: &Value) -> Option<ToolResult> {
+    let o = Recorded::parse(output)?;
+    let status = if mcp_is_error(&o) { ResultStatus::Error } else { ResultStatus::Success };
+    let value = raw(&canonical_result(kind, &o)?)?;
+    Some(ToolResult { status, value, extra: Vec::new() })
 }
 
 /// The failure result of a `postToolUseFailure`.

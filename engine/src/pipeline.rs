@@ -227,7 +227,7 @@ const NESTED_MAX: usize = 4_096;
 
 impl NestedSessions {
     /// The session whose shard `ev` goes to, learning the link a nested run's start carries.
-    fn route(&mut self, ev: &InputEvent) -> std::sync::Arc<str> {
+    fn route<'a>(&'a mut self, ev: &'a InputEvent) -> &'a str {
         if let toolstream_schemas::Input::RunStarted(start) = &ev.kind {
             if let Some(parent) = start.context.as_ref().and_then(|c| c.parent.as_ref()) {
                 let root = self.0.get(&parent.session).cloned().unwrap_or_else(|| parent.session.clone());
@@ -237,7 +237,11 @@ impl NestedSessions {
                 self.0.insert(ev.session.clone(), root);
             }
         }
-        self.0.get(&ev.session).cloned().unwrap_or_else(|| ev.session.clone())
+        // Most sources never nest a run: no lookup per event for them.
+        if self.0.is_empty() {
+            return &ev.session;
+        }
+        self.0.get(&ev.session).map_or(&ev.session, |root| root)
     }
 }
 
@@ -464,7 +468,7 @@ impl Pipeline {
             feed.time.forget(&ev.session);
         }
         self.stats.input_events += 1;
-        let k = shard_of(&self.nested.route(&ev), self.shards.len());
+        let k = shard_of(self.nested.route(&ev), self.shards.len());
         feed.pending[k].push(Item::Input(ev));
     }
 

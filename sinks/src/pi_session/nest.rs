@@ -60,7 +60,7 @@ impl Nesting {
                 return Nested::Held;
             }
         }
-        if !self.children.contains_key(&ev.run) {
+        if self.children.is_empty() || !self.children.contains_key(&ev.run) {
             return Nested::Pass(self.with_output(ev));
         }
         // A card inside a subagent may itself be a task with a nested subagent.
@@ -105,7 +105,11 @@ impl Nesting {
 
     /// A task card with its subagent's output added, when that subagent closed already.
     fn with_output<'a>(&mut self, ev: &'a OutputEvent) -> Cow<'a, OutputEvent> {
+        // Only a task call has a subagent.
         let Output::Card(card) = &ev.kind else { return Cow::Borrowed(ev) };
+        if card.source_tool.kind() != Some(toolstream_schemas::ToolKind::Task) {
+            return Cow::Borrowed(ev);
+        }
         let key = (ev.run.session.clone(), card.call.clone());
         let Some((child, output)) = self.ready.remove(&key) else {
             self.remember(key);
@@ -193,6 +197,15 @@ mod tests {
         }
     }
 
+    /// A task call's card, for call `k` of a run labelled `label`.
+    fn task_card(label: &str, k: u32, content: &str) -> Output {
+        let mut c = card(label, k, "cursor", json!({}), content, false);
+        if let Output::Card(c) = &mut c {
+            c.source_tool = toolstream_schemas::Tool::from_name("task");
+        }
+        c
+    }
+
     fn passed(n: &mut Nesting, e: &OutputEvent) -> Option<OutputEvent> {
         match n.filter(e) {
             Nested::Pass(e) => Some(e.into_owned()),
@@ -217,7 +230,7 @@ mod tests {
             *final_text = "All read.".into();
         }
         assert!(passed(&mut n, &ev(&kid, 4, done)).is_none());
-        let task = passed(&mut n, &ev(&parent, 5, card("p", 1, "cursor", json!({}), NO_OUTPUT, false))).unwrap();
+        let task = passed(&mut n, &ev(&parent, 5, task_card("p", 1, NO_OUTPUT))).unwrap();
         let Output::Card(c) = &task.kind else { panic!() };
         assert_eq!(c.result_text, "Subagent run (fast)\n> look around\n● read a.rs\n\nAll read.");
         assert_eq!(c.content, c.result_text);
@@ -229,7 +242,7 @@ mod tests {
         let (parent, kid) = (run("p", 1), run("k", 1));
         let mut n = Nesting::default();
         passed(&mut n, &ev(&kid, 1, child_opened("p", 1)));
-        let task = passed(&mut n, &ev(&parent, 2, card("p", 1, "cursor", json!({}), "x", false))).unwrap();
+        let task = passed(&mut n, &ev(&parent, 2, task_card("p", 1, "x"))).unwrap();
         assert!(matches!(&task.kind, Output::Card(c) if c.result_text == "x"), "no output yet: unchanged");
         match n.filter(&ev(&kid, 3, closed(RunStatus::Finished))) {
             Nested::Release(events) => assert_eq!(events.len(), 2),

@@ -328,7 +328,7 @@ pub enum HookLineError {
 /// Whether an object with these top-level keys is a hook log line (bare, or one of the
 /// envelopes), for format detection.
 pub fn is_hook_line_keys<'a>(mut keys: impl Iterator<Item = &'a str>) -> bool {
-    keys.any(|k| matches!(k, "hook_event_name" | "received_ms" | "recordedAt") || k == "payload")
+    keys.any(|k| matches!(k, "hook_event_name" | "received_ms" | "recordedAt" | "payload"))
 }
 
 /// Decode one log line.

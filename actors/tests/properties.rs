@@ -239,6 +239,7 @@ impl Step {
                 usage: None,
                 error: (*status != RunStatus::Finished).then(|| "boom".to_owned()),
                 duration_ms: None,
+                incomplete: false,
                 extra: vec![],
             }),
         };

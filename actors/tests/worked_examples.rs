@@ -47,6 +47,7 @@ fn end(t: u64) -> Item {
             usage: None,
             error: None,
             duration_ms: None,
+            incomplete: false,
             extra: vec![],
         }),
     )

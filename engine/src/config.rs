@@ -12,6 +12,8 @@ use std::path::{Path, PathBuf};
 
 use toml::{Spanned, Value};
 
+use toolstream_sinks::otel::config::ContentCapture;
+
 use crate::sinks::WhenFull;
 
 /// The variable that names the config file.
@@ -179,6 +181,25 @@ impl SettingValue for WhenFull {
     }
 }
 
+impl SettingValue for ContentCapture {
+    fn parse_text(s: &str, _: Bounds) -> Result<Self, String> {
+        ContentCapture::parse(s).map_err(|_| ContentCapture::CHOICES.to_owned())
+    }
+    fn parse_toml(v: &Value, b: Bounds) -> Result<Self, String> {
+        match v {
+            Value::Boolean(on) => Ok(if *on { ContentCapture::SpanOnly } else { ContentCapture::NoContent }),
+            Value::String(s) => Self::parse_text(s, b),
+            _ => Err(ContentCapture::CHOICES.to_owned()),
+        }
+    }
+    fn to_json(&self) -> serde_json::Value {
+        self.as_str().into()
+    }
+    fn show(&self) -> String {
+        self.as_str().to_owned()
+    }
+}
+
 /// Declares every setting once: the [`Config`] struct, its defaults, the [`DECLS`] table, and
 /// how the file, the environment, flags and `toolstream config` read and show each.
 macro_rules! settings {
@@ -334,6 +355,12 @@ settings! {
     /// When the OpenAI SSE file sink's queue is full: block or drop_newest.
     openai_sse_when_full: WhenFull = crate::sinks::SinkKind::OpenAiSse.info().when_full, ANY,
         env ["TOOLSTREAM_OPENAI_SSE_WHEN_FULL"], flag None, file true;
+    /// OTLP sinks: which content they write (SPEC §9.7), scrubbed: NO_CONTENT (none), SPAN_ONLY
+    /// (prompt, response, tool arguments and results, shell lines on the spans), EVENT_ONLY (the
+    /// prompt and response in a `gen_ai.client.inference.operation.details` span event),
+    /// SPAN_AND_EVENT; `true`/`false` mean SPAN_ONLY/NO_CONTENT.
+    otel_capture_content: ContentCapture = ContentCapture::NoContent, ANY,
+        env [toolstream_sinks::otel::attrs::CAPTURE_CONTENT_ENV], flag None, file true;
     /// Cursor hooks: a turn with no `stop` and no event for this long (ms) is delivered as
     /// incomplete.
     hook_turn_idle_ms: u64 = DEFAULT_HOOK_TURN_IDLE_MS, POSITIVE,

@@ -325,8 +325,61 @@ fn observer(name: &str, dir: &Path) -> Option<Observer> {
                 e.contains("sink=openai-sse=o.sse when_full=drop_newest")
             })
         }
+        // The prompt reaches a collector only with content capture on; the sink says its mode.
+        "otel_capture_content" => {
+            let args = vec!["replay".into(), "--sink".into(), "otlp=http://127.0.0.1:9".into(), demo.clone()];
+            let var = ("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "SPAN_ONLY");
+            o(args, vec![var], debug(), Look::Stderr, |e| e.contains("capture=\"SPAN_ONLY\""))
+        }
+        // A turn a minute old: open by default, idle past a one-second timeout.
+        "hook_turn_idle_ms" => {
+            let state = hook_state(dir, name, 60_000, 0);
+            let args = vec!["hooks".into(), "status".into(), "--json".into()];
+            let mut ob = o(args, vec![("TOOLSTREAM_HOOK_TURN_IDLE_MS", "1000")], vec![], Look::Stdout, |out| {
+                out.contains("\"idle\":1")
+            });
+            ob.common.push(("XDG_STATE_HOME", state));
+            ob
+        }
+        // A spool three days old: kept for 14 days by default, removed past one day.
+        "hook_spool_max_age_days" => {
+            let state = hook_state(dir, name, 60_000, 3 * 86_400);
+            let args = vec!["hooks".into(), "deliver".into()];
+            let mut ob = o(args, vec![("TOOLSTREAM_HOOK_SPOOL_MAX_AGE_DAYS", "1")], debug(), Look::Stderr, |e| {
+                e.contains("spools pruned files=1")
+            });
+            ob.common.push(("XDG_STATE_HOME", state));
+            ob
+        }
+        // Spools over 10 bytes: the (undelivered) spool goes.
+        "hook_spool_max_bytes" => {
+            let state = hook_state(dir, name, 60_000, 0);
+            let args = vec!["hooks".into(), "deliver".into()];
+            let mut ob = o(args, vec![("TOOLSTREAM_HOOK_SPOOL_MAX_BYTES", "10")], debug(), Look::Stderr, |e| {
+                e.contains("spools pruned files=1")
+            });
+            ob.common.push(("XDG_STATE_HOME", state));
+            ob
+        }
         _ => return None,
     })
+}
+
+/// A state folder (for `XDG_STATE_HOME`) whose Cursor hook spool holds one turn begun `age_ms`
+/// ago, the spool file last changed `file_age_s` seconds ago.
+fn hook_state(dir: &Path, name: &str, age_ms: u64, file_age_s: u64) -> String {
+    let state = dir.join(format!("state-{name}"));
+    let spool = state.join("toolstream/cursor-hooks/spool");
+    std::fs::create_dir_all(&spool).unwrap();
+    let now = std::time::SystemTime::now();
+    let now_ms = now.duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as u64;
+    let record = serde_json::json!({"received_ms": now_ms - age_ms, "payload": {"hook_event_name": "beforeSubmitPrompt",
+        "conversation_id": "c1", "generation_id": "g1", "prompt": "hi"}});
+    let file = spool.join("c1.jsonl");
+    std::fs::write(&file, format!("{record}\n")).unwrap();
+    let modified = now - std::time::Duration::from_secs(file_age_s);
+    std::fs::File::options().write(true).open(&file).unwrap().set_modified(modified).unwrap();
+    state.display().to_string()
 }
 
 /// Every setting `toolstream config` lists changes what a run does or writes when it is set.

@@ -14,7 +14,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use common::cursor::{hook_log_holds, payloads, pi_command, pi_rpc, pi_sessions_of, PI_TIMEOUT};
-use common::otel::{rotel_agent, Collector, Span};
+use common::otel::{check_subagent_nesting, rotel_agent, Collector, Span};
 use serde_json::{json, Value};
 
 const BIN: &str = env!("CARGO_BIN_EXE_toolstream");
@@ -166,6 +166,11 @@ fn live_as_cursor_does_it_every_turn_reaches_a_collector_and_pi() {
     let failed: Vec<&&Span> = tools.iter().filter(|s| s.status == "STATUS_CODE_ERROR").collect();
     assert_eq!(failed.len(), 1, "the one postToolUseFailure");
     assert_eq!(failed[0].attr("gen_ai.tool.name"), Some("read"));
+    // Delivered by separate processes, the subagent's run is still one trace with the turn of
+    // its task call, under that call's span; every turn names its conversation and Cursor build.
+    let conversation = payloads(&file)[0]["conversation_id"].as_str().unwrap().to_owned();
+    check_subagent_nesting(&spans, &conversation, "live");
+    assert!(kind(&spans, "invoke_agent").iter().all(|r| r.attr("cursor.version") == Some("3.7.19")));
 
     // pi: one session for the conversation, in pi's own list for the workspace, with every prompt.
     let prompts: Vec<String> = payloads(&file)

@@ -93,13 +93,18 @@ fn every_capture_reaches_the_collector_over_grpc() {
     every_capture_over(true);
 }
 
-/// The demo with a secret planted in a shell command's arguments and in its output.
+/// The demo with a secret planted in a shell command's arguments and its output, in the prompt
+/// and in the assistant's own text.
 fn demo_with_secrets() -> String {
     let demo = fs::read_to_string(example("demo.jsonl")).unwrap();
     let planted = demo
         .replace("npm test -- --silent", "npm test -- --silent --api_key=PLANTEDSECRETARGS42")
-        .replace("Tests: 1 failed", "Authorization: Bearer PLANTEDSECRETOUT42\\nTests: 1 failed");
-    assert!(planted.contains("PLANTEDSECRETARGS42") && planted.contains("PLANTEDSECRETOUT42"));
+        .replace("Tests: 1 failed", "Authorization: Bearer PLANTEDSECRETOUT42\\nTests: 1 failed")
+        .replace("and run the tests.", "and run the tests (token: PLANTEDSECRETPROMPT42).")
+        .replace(r#""text":" search""#, r#""text":" search (api_key=PLANTEDSECRETTEXT42)""#);
+    for planted_secret in ["ARGS42", "OUT42", "PROMPT42", "TEXT42"] {
+        assert!(planted.contains(&format!("PLANTEDSECRET{planted_secret}")), "{planted_secret}");
+    }
     planted
 }
 
@@ -107,15 +112,24 @@ fn demo_with_secrets() -> String {
 const DEMO_CALLS: usize = 7;
 
 #[test]
-fn content_only_with_the_opt_in_and_never_a_planted_secret() {
+fn content_only_where_the_capture_mode_says_and_never_a_planted_secret() {
     let Some(agent) = rotel_agent() else { return };
     let input = demo_with_secrets();
-    for opt_in in [false, true] {
+    // (OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT, content on spans, in the event)
+    let modes = [
+        (None, false, false),
+        (Some("false"), false, false),
+        (Some("true"), true, false),
+        (Some("SPAN_ONLY"), true, false),
+        (Some("EVENT_ONLY"), false, true),
+        (Some("SPAN_AND_EVENT"), true, true),
+    ];
+    for (mode, on_spans, as_event) in modes {
         let collector = Collector::start(&agent);
         let sink = format!("otlp={}", collector.http_url());
-        let vars: &[(&str, &str)] =
-            if opt_in { &[("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "true")] } else { &[] };
-        let run = toolstream_env(&["replay", "--sink", &sink, "-"], Some(input.as_bytes()), vars);
+        let vars: Vec<(&str, &str)> =
+            mode.map(|m| ("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", m)).into_iter().collect();
+        let run = toolstream_env(&["replay", "--sink", &sink, "-"], Some(input.as_bytes()), &vars);
         assert!(run.code <= 1, "{}", run.stderr);
         // The demo: one run (one invoke_agent span) and DEMO_CALLS calls.
         let spans = collector.wait_for(DEMO_CALLS + 1, Duration::from_secs(20));
@@ -123,19 +137,28 @@ fn content_only_with_the_opt_in_and_never_a_planted_secret() {
         assert_eq!(tools.len(), DEMO_CALLS);
         let with_args = tools.iter().filter(|s| s.attr("gen_ai.tool.call.arguments").is_some()).count();
         let with_result = tools.iter().filter(|s| s.attr("gen_ai.tool.call.result").is_some()).count();
-        if opt_in {
-            assert_eq!((with_args, with_result), (DEMO_CALLS, DEMO_CALLS), "content on every call with the opt-in");
+        let expect_tools = if on_spans { DEMO_CALLS } else { 0 };
+        assert_eq!((with_args, with_result), (expect_tools, expect_tools), "{mode:?}: tool content on spans");
+        let agent_span = spans.iter().find(|s| s.name.starts_with("invoke_agent")).unwrap();
+        let input_messages = agent_span.attr("gen_ai.input.messages");
+        assert_eq!(input_messages.is_some(), on_spans, "{mode:?}: the prompt on the run's span");
+        assert_eq!(agent_span.attr("gen_ai.output.messages").is_some(), on_spans, "{mode:?}");
+        let details = agent_span.events.iter().filter(|e| *e == "gen_ai.client.inference.operation.details").count();
+        assert_eq!(details, usize::from(as_event), "{mode:?}: the prompt and response in the event");
+        let out = collector.output();
+        if on_spans {
+            assert!(input_messages.unwrap().contains("Find the rounding bug"), "{input_messages:?}");
             let shell = tools.iter().find(|s| s.name == "execute_tool shell").unwrap();
             assert!(shell.attr("gen_ai.tool.call.arguments").unwrap().contains("npm test"));
-            // rotel prints a multi-line value over several lines: look for its later lines in the log.
             assert!(!shell.attr("gen_ai.tool.call.result").unwrap().is_empty());
-            assert!(collector.output().contains("1 failed, 11 passed"), "the shell result reached the collector");
-            assert!(collector.output().contains("[redacted]"), "the planted secrets were scrubbed, not dropped");
-        } else {
-            assert_eq!((with_args, with_result), (0, 0), "no content without the opt-in");
+            assert!(out.contains("1 failed, 11 passed"), "the shell result reached the collector");
         }
-        let out = collector.output();
-        assert!(!out.contains("PLANTEDSECRET"), "a planted secret reached the collector");
+        if on_spans || as_event {
+            assert!(out.contains("(token: [redacted])") && out.contains("search (api_key=[redacted])"), "{mode:?}");
+        } else {
+            assert!(!out.contains("rounding bug"), "{mode:?}: no prompt without the opt-in");
+        }
+        assert!(!out.contains("PLANTEDSECRET"), "{mode:?}: a planted secret reached the collector");
     }
 }
 

@@ -305,6 +305,9 @@ pub struct RunEnd {
     pub usage: Option<TokenUsage>,
     pub error: Option<String>,
     pub duration_ms: Option<u64>,
+    /// The source ended the run without its own end being reported (a turn still open when its
+    /// conversation or its input ended): sinks that mark such runs do (OTel `error.type`).
+    pub incomplete: bool,
     pub extra: UnknownFields,
 }
 
@@ -575,4 +578,8 @@ pub struct RunTotals {
     /// Calls that never completed (shown or suppressed); not counted in `cards`.
     pub incomplete_calls: u32,
     pub duration_ms: Option<u64>,
+    /// The run ended without its source reporting the end (its input, or its conversation,
+    /// ended first).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub incomplete: bool,
 }

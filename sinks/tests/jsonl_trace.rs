@@ -153,6 +153,7 @@ fn full_run() -> Vec<OutputEvent> {
                     error_cards: 1,
                     incomplete_calls: 2,
                     duration_ms: Some(15),
+                    incomplete: false,
                 },
                 error: Some("run failed".into()),
             },

@@ -125,6 +125,7 @@ fn held_reports_are_released_when_the_run_ends() {
                 usage: None,
                 error: None,
                 duration_ms: None,
+                incomplete: false,
                 extra: vec![],
             }),
         ),

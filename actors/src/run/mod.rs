@@ -213,6 +213,7 @@ impl Coordinator {
             usage: None,
             error: Some(message.to_owned()),
             duration_ms: None,
+            incomplete: false,
             extra: Vec::new(),
         });
     }
@@ -225,6 +226,7 @@ impl Coordinator {
             usage: None,
             error: Some(toolstream_schemas::CANCELLED_MESSAGE.into()),
             duration_ms: None,
+            incomplete: false,
             extra: Vec::new(),
         });
     }
@@ -321,6 +323,7 @@ fn missing_result() -> RunEnd {
         usage: None,
         error: Some("missing result".into()),
         duration_ms: None,
+        incomplete: true,
         extra: Vec::new(),
     }
 }

@@ -537,6 +537,7 @@ impl Run {
         self.end_message(out, stop, error.clone());
         self.totals.reported_usage = end.usage;
         self.totals.duration_ms = end.duration_ms;
+        self.totals.incomplete = end.incomplete || cause == CloseCause::StreamEnded;
         // The streamed text is not kept (it went to the sinks as it came): without a result, none.
         let final_text =
             end.result_text.filter(|r| !r.trim().is_empty() && end.status == RunStatus::Finished).unwrap_or_default();

@@ -26,6 +26,7 @@ fn end(status: RunStatus, result: Option<&str>) -> Input {
         usage: None,
         error: (status != RunStatus::Finished).then(|| "boom".to_owned()),
         duration_ms: None,
+        incomplete: false,
         extra: vec![],
     })
 }
@@ -451,4 +452,33 @@ fn a_long_last_message_as_the_result_is_not_repeated_nor_a_mismatch() {
             if fields.get("action").and_then(|v| v.as_str()) == Some("keep-streamed-text-over-result"))
     });
     assert!(!mismatch, "the result is the last message, not a disagreement");
+}
+
+#[test]
+fn a_run_its_input_ends_inside_or_its_source_ends_as_incomplete_says_so_and_a_reported_end_does_not() {
+    let incomplete_of = |events: Vec<InputEvent>| -> Vec<bool> {
+        run(events)
+            .iter()
+            .filter_map(|e| match &e.kind {
+                Output::RunClosed { totals, .. } => Some(totals.incomplete),
+                _ => None,
+            })
+            .collect()
+    };
+    // Reported ends: finished and failed.
+    assert_eq!(incomplete_of(vec![start(), ev(S, 1, end(RunStatus::Finished, Some("ok")))]), [false]);
+    assert_eq!(incomplete_of(vec![start(), ev(S, 1, end(RunStatus::Error, None))]), [false]);
+    // The input ends inside the run (no result).
+    assert_eq!(incomplete_of(vec![start(), ev(S, 1, Input::TextDelta { text: "hi".into() })]), [true]);
+    // The source ends it as incomplete (a hook turn whose conversation ended first).
+    let by_source = RunEnd {
+        status: RunStatus::Error,
+        result_text: None,
+        usage: None,
+        error: Some("incomplete".into()),
+        duration_ms: None,
+        incomplete: true,
+        extra: vec![],
+    };
+    assert_eq!(incomplete_of(vec![start(), ev(S, 1, Input::RunEnded(by_source))]), [true]);
 }

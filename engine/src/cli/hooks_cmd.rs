@@ -207,6 +207,7 @@ fn run_deliver(args: DeliverArgs) -> anyhow::Result<i32> {
         idle_ms: cfg.hook_turn_idle_ms.value,
         pipeline,
         trace_limit_bytes: cfg.trace_limit_bytes.value,
+        otel: crate::sinks::OtelContent::from_config(&cfg),
     };
     let mut failed = false;
     for _ in 0..MAX_PASSES {
@@ -251,7 +252,11 @@ fn prune(paths: &HookPaths, settings: &DeliverSettings, cfg: &crate::config::Con
         .collect();
     let max_age = std::time::Duration::from_secs(cfg.hook_spool_max_age_days.value.saturating_mul(86_400));
     let delivered = |c: &str| !pending.contains(c) && !open.contains(c);
-    match spool::prune(paths, max_age, cfg.hook_spool_max_bytes.value, &delivered) {
+    let pruned = spool::prune(paths, max_age, cfg.hook_spool_max_bytes.value, &delivered);
+    if let Ok(p) = &pruned {
+        tracing::debug!(files = p.files, bytes = p.bytes, undelivered = p.undelivered, "spools pruned");
+    }
+    match pruned {
         Ok(p) if p.undelivered > 0 => spool::log(
             paths,
             "prune",

@@ -11,7 +11,7 @@ use toolstream_sinks::cards::CardsOptions;
 
 use super::{cursor_db, cursor_transcripts, ColorArg, ReplayArgs};
 use crate::pipeline::{Canceller, Pipeline, PipelineError, Stats};
-use crate::sinks::{keeps_recorded, report_to_stderr, SinkContext, SinkKind, SinkSpec};
+use crate::sinks::{keeps_recorded, report_to_stderr, OtelContent, SinkContext, SinkKind, SinkSpec};
 use crate::source::Source;
 
 pub fn run(args: ReplayArgs) -> anyhow::Result<i32> {
@@ -58,6 +58,7 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<i32> {
         allow_cursor_state_db: args.cursor_db.i_know_cursor_is_closed,
         compact_model_results: args.compact,
         compact_cards: args.compact_cards,
+        otel: OtelContent::from_config(&cfg),
     };
     let plans = specs.iter().map(|spec| spec.plan(&ctx, cfg.when_full(spec.kind))).collect();
     let mut opts = args.input.pipeline_options(&cfg)?;

@@ -185,7 +185,15 @@ impl<'a> Conversation<'a> {
             RunStatus::Cancelled => Some("aborted".to_owned()),
             RunStatus::Error => Some("the Cursor conversation ended with an error".to_owned()),
         };
-        let end = RunEnd { status, result_text: None, usage: None, error, duration_ms: None, extra: Vec::new() };
+        let end = RunEnd {
+            status,
+            result_text: None,
+            usage: None,
+            error,
+            duration_ms: None,
+            incomplete: false,
+            extra: Vec::new(),
+        };
         out.push(self.event(Input::RunEnded(end)));
     }
 

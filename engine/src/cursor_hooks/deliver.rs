@@ -4,7 +4,9 @@
 //! A turn is ready once it closed (`stop`, `sessionEnd`, `subagentStop`, or the next turn of its
 //! conversation), or once it has been idle for `hook_turn_idle_ms` (then as incomplete). Sinks
 //! take turns in one of two ways:
-//! - **appending** sinks (OTLP) get each ready turn once;
+//! - **appending** sinks (OTLP) get each ready turn once; a subagent's turns wait until no turn
+//!   of their root conversation is open, so that they go in one delivery with the turn whose
+//!   task call they nest under (one trace);
 //! - **whole-conversation** sinks (`pi-sessions`) are written the whole conversation again (its
 //!   ready turns, subagents nested) whenever one of its turns is new to them and none is still
 //!   open: the session is written to a staging folder, then put in place — over the file of the
@@ -28,7 +30,7 @@ use super::spool::{self, Record};
 use super::HookPaths;
 use crate::decode::hooks::{HookDecoder, Tagged, TurnEnd, TurnKey};
 use crate::pipeline::{Pipeline, PipelineOptions};
-use crate::sinks::{SinkContext, SinkKind, SinkSpec, WhenFull};
+use crate::sinks::{OtelContent, SinkContext, SinkKind, SinkSpec, WhenFull};
 
 /// How a sink takes turns.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -204,15 +206,23 @@ fn decode(lines: &[Record], mut bad: Option<&mut Vec<String>>) -> (Vec<Tagged>, 
 pub fn due(spooled: &Spooled, sink: &SinkSpec) -> Result<BTreeSet<TurnKey>, String> {
     let label = sink.label();
     let new = |t: &Turn| t.state.ready() && !t.delivered.contains(&label);
+    // Roots with a turn still going: their subagents' turns belong to that turn.
+    let busy: BTreeSet<&str> = spooled.turns.values().filter(|t| !t.state.ready()).map(|t| t.root.as_str()).collect();
     Ok(match takes(sink)? {
-        Takes::Turns => spooled.turns.iter().filter(|(_, t)| new(t)).map(|(k, _)| k.clone()).collect(),
+        Takes::Turns => spooled
+            .turns
+            .iter()
+            .filter(|(_, t)| new(t) && (t.root == t.conversation || !busy.contains(t.root.as_str())))
+            .map(|(k, _)| k.clone())
+            .collect(),
         Takes::Conversations => {
-            let mut roots: BTreeSet<&str> =
-                spooled.turns.values().filter(|t| new(t)).map(|t| t.root.as_str()).collect();
-            // A conversation with a turn still going waits: its subagents belong to that turn.
-            for t in spooled.turns.values().filter(|t| !t.state.ready()) {
-                roots.remove(t.root.as_str());
-            }
+            // A conversation with a turn still going waits.
+            let roots: BTreeSet<&str> = spooled
+                .turns
+                .values()
+                .filter(|t| new(t) && !busy.contains(t.root.as_str()))
+                .map(|t| t.root.as_str())
+                .collect();
             spooled
                 .turns
                 .iter()
@@ -240,6 +250,7 @@ pub struct DeliverSettings {
     pub idle_ms: u64,
     pub pipeline: PipelineOptions,
     pub trace_limit_bytes: u64,
+    pub otel: OtelContent,
 }
 
 /// One delivery pass: every sink gets what is due to it.
@@ -291,7 +302,11 @@ fn events_of(spooled: &Spooled, turns: &BTreeSet<TurnKey>) -> Vec<toolstream_sch
 /// Run `events` through a pipeline into the sink `plan`; `None` when it took everything and lost
 /// nothing, else what went wrong.
 fn run(settings: &DeliverSettings, plan_for: &SinkSpec, events: Vec<toolstream_schemas::InputEvent>) -> Option<String> {
-    let ctx = SinkContext { overwrite_sessions: true, ..SinkContext::headless(settings.trace_limit_bytes, false) };
+    let ctx = SinkContext {
+        overwrite_sessions: true,
+        otel: settings.otel.clone(),
+        ..SinkContext::headless(settings.trace_limit_bytes, false)
+    };
     // Nothing may be dropped on the way: the ledger says what the sink took.
     let plan = plan_for.plan(&ctx, Some(WhenFull::Block));
     let mut pipeline = match Pipeline::with_sinks(settings.pipeline.clone(), vec![plan]) {
@@ -463,5 +478,30 @@ mod tests {
         let cards: SinkSpec = "cards".parse().unwrap();
         assert!(due(&s, &cards).unwrap_err().contains("cannot be fed live"));
         let _ = std::fs::remove_dir_all(&open.root);
+    }
+
+    #[test]
+    fn a_subagents_turn_goes_to_otlp_with_the_turn_it_nests_under() {
+        let otlp: SinkSpec = "otlp=http://127.0.0.1:1".parse().unwrap();
+        let task = json!({"hook_event_name": "preToolUse", "conversation_id": "c", "generation_id": "g1",
+            "tool_name": "Task", "tool_use_id": "t1", "tool_input": {"description": "look"}});
+        let start = json!({"hook_event_name": "subagentStart", "conversation_id": "c", "generation_id": "c",
+            "subagent_id": "t1", "tool_call_id": "t1", "parent_conversation_id": "c", "task": "look"});
+        let child = |event: &str| {
+            json!({"hook_event_name": event, "conversation_id": "k", "generation_id": "s1",
+            "tool_name": "Read", "tool_use_id": "r1", "tool_input": {"file_path": "a"}, "tool_output": "{}"})
+        };
+        let stop_sub = json!({"hook_event_name": "subagentStop", "conversation_id": "c", "generation_id": "c",
+            "subagent_id": "t1", "tool_call_id": "t1", "status": "completed"});
+        let events = [p("beforeSubmitPrompt", "g1"), task, start, child("preToolUse"), child("postToolUse"), stop_sub];
+        let spool = spool_of(&events);
+        let s = read_spools(&spool, 2_000, 60_000).unwrap();
+        let sub = s.turns.values().find(|t| t.conversation == "k").unwrap();
+        assert_eq!((sub.state, sub.root.as_str()), (TurnState::Closed, "c"), "the subagent's turn closed");
+        assert!(due(&s, &otlp).unwrap().is_empty(), "it waits for the turn of its task call");
+        spool::append(&spool, 2_000, &mut p("stop", "g1")).unwrap();
+        let s = read_spools(&spool, 3_000, 60_000).unwrap();
+        assert_eq!(gens(&due(&s, &otlp).unwrap()), ["g1", "s1"], "then both, in one delivery");
+        let _ = std::fs::remove_dir_all(&spool.root);
     }
 }

@@ -275,7 +275,7 @@ fn run_end(line: &Line<'_>, sub: &str, known: &[&str]) -> Result<RunEnd, String>
     } else {
         (RunStatus::Finished, None)
     };
-    Ok(RunEnd { status, result_text, usage, error, duration_ms, extra: unknown(line, known) })
+    Ok(RunEnd { status, result_text, usage, error, duration_ms, incomplete: false, extra: unknown(line, known) })
 }
 
 #[cfg(test)]

@@ -108,6 +108,7 @@ impl ExecDecoder {
                 usage: None,
                 error: None,
                 duration_ms: None,
+                incomplete: false,
                 extra: Vec::new(),
             }));
             self.run_open = false;

@@ -309,7 +309,7 @@ impl HookDecoder {
         open.sort();
         for (conv, at_ms) in open {
             let mut cx = Cx { conv, at_ms, pos: SourcePos::default(), out };
-            if let Some(key) = self.end_turn(&mut cx, RunStatus::Error, Some(INCOMPLETE_TURN.into()), None) {
+            if let Some(key) = self.end_turn(&mut cx, None, None) {
                 self.ends.push((key, TurnEnd::EndOfInput));
             }
         }
@@ -388,27 +388,23 @@ impl HookDecoder {
 
     /// Close the conversation's open turn: with `status` (reported), or as incomplete when `None`.
     fn close_open(&mut self, cx: &mut Cx<'_>, status: Option<RunStatus>, usage: Option<TokenUsage>) {
+        if let Some(key) = self.end_turn(cx, status, usage) {
+            self.ends.push((key, TurnEnd::Reported));
+        }
+    }
+
+    /// End the conversation's open turn with `status`, or as incomplete when `None`.
+    fn end_turn(&mut self, cx: &mut Cx<'_>, status: Option<RunStatus>, usage: Option<TokenUsage>) -> Option<TurnKey> {
+        let incomplete = status.is_none();
         let (status, error) = match status {
             Some(RunStatus::Finished) => (RunStatus::Finished, None),
             Some(RunStatus::Cancelled) => (RunStatus::Cancelled, Some(toolstream_schemas::CANCELLED_MESSAGE.into())),
             Some(RunStatus::Error) => (RunStatus::Error, Some("the Cursor turn ended with an error".into())),
             None => (RunStatus::Error, Some(INCOMPLETE_TURN.into())),
         };
-        if let Some(key) = self.end_turn(cx, status, error, usage) {
-            self.ends.push((key, TurnEnd::Reported));
-        }
-    }
-
-    fn end_turn(
-        &mut self,
-        cx: &mut Cx<'_>,
-        status: RunStatus,
-        error: Option<String>,
-        usage: Option<TokenUsage>,
-    ) -> Option<TurnKey> {
         let c = self.conversation(&cx.conv);
         let turn = c.open.as_ref()?.key.clone();
-        let end = RunEnd { status, result_text: None, usage, error, duration_ms: None, extra: Vec::new() };
+        let end = RunEnd { status, result_text: None, usage, error, duration_ms: None, incomplete, extra: Vec::new() };
         cx.push(self, Input::RunEnded(end));
         let c = self.conversation(&cx.conv);
         c.open = None;

@@ -232,6 +232,7 @@ fn run_end(r: RunResult) -> Result<RunEnd, String> {
         usage: None,
         error,
         duration_ms: r.duration_ms.and_then(Int::as_u64),
+        incomplete: false,
         extra: to_unknown(r.extra)?,
     })
 }

@@ -169,7 +169,7 @@ impl TranscriptDecoder {
                     .collect();
                 let user = UserText::parse(&text.join("\n"));
                 self.at_ms = user.time_ms().or(self.at_ms);
-                self.end(RunStatus::Error, Some(INCOMPLETE_TRANSCRIPT_TURN.into()), pos, out);
+                self.end_incomplete(pos, out);
                 self.start(&user.query, pos, out);
                 self.push(out, pos, Input::UserPrompt { text: user.query });
             }
@@ -222,7 +222,7 @@ impl TranscriptDecoder {
     /// got a time take the file's last change (`modified_ms`), when known.
     pub fn finish(&mut self, modified_ms: Option<u64>, out: &mut Vec<InputEvent>) {
         let mut held = std::mem::take(&mut self.untimed);
-        self.end(RunStatus::Error, Some(INCOMPLETE_TRANSCRIPT_TURN.into()), SourcePos::default(), &mut held);
+        self.end_incomplete(SourcePos::default(), &mut held);
         for mut ev in held {
             ev.at_ms = ev.at_ms.or(modified_ms);
             out.push(ev);
@@ -258,10 +258,27 @@ impl TranscriptDecoder {
     }
 
     fn end(&mut self, status: RunStatus, error: Option<String>, pos: SourcePos, out: &mut Vec<InputEvent>) {
+        self.end_as(status, error, false, pos, out);
+    }
+
+    /// End the open turn as one the transcript ends (or a next query begins) inside.
+    fn end_incomplete(&mut self, pos: SourcePos, out: &mut Vec<InputEvent>) {
+        self.end_as(RunStatus::Error, Some(INCOMPLETE_TRANSCRIPT_TURN.into()), true, pos, out);
+    }
+
+    fn end_as(
+        &mut self,
+        status: RunStatus,
+        error: Option<String>,
+        incomplete: bool,
+        pos: SourcePos,
+        out: &mut Vec<InputEvent>,
+    ) {
         if !std::mem::take(&mut self.open) {
             return;
         }
-        let end = RunEnd { status, result_text: None, usage: None, error, duration_ms: None, extra: Vec::new() };
+        let end =
+            RunEnd { status, result_text: None, usage: None, error, duration_ms: None, incomplete, extra: Vec::new() };
         self.push(out, pos, Input::RunEnded(end));
     }
 

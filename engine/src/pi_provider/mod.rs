@@ -54,7 +54,7 @@ use toolstream_sinks::Sink;
 use crate::config::Config;
 use crate::conversation;
 use crate::pipeline::{Canceller, Pipeline, PipelineError, PipelineOptions};
-use crate::sinks::{keeps_recorded, report_to_stderr, SinkContext, SinkPlan, SinkSpec};
+use crate::sinks::{keeps_recorded, report_to_stderr, OtelContent, SinkContext, SinkPlan, SinkSpec};
 use crate::source::Source;
 use bridge::ProviderBridge;
 use cursor_agent::{AgentCommand, AgentProcess};
@@ -124,7 +124,10 @@ pub fn serve(opts: ProviderOptions) -> i32 {
         }
     }
     let mut plans: Vec<SinkPlan> = sinks.into_iter().map(SinkPlan::ready).collect();
-    let ctx = SinkContext::headless(opts.config.trace_limit_bytes.value, opts.compact);
+    let ctx = SinkContext {
+        otel: OtelContent::from_config(&opts.config),
+        ..SinkContext::headless(opts.config.trace_limit_bytes.value, opts.compact)
+    };
     plans.extend(opts.sinks.iter().map(|spec| spec.plan(&ctx, opts.config.when_full(spec.kind))));
     let user_sinks: Vec<String> = opts.sinks.iter().map(SinkSpec::label).collect();
     let mut popts = opts.pipeline;

@@ -9,6 +9,6 @@ pub mod stats;
 pub mod thread;
 
 pub use port::{report_to_stderr, SinkPort, SinkSet, SinkSummary, WhenFull};
-pub use spec::{keeps_recorded, SinkContext, SinkKind, SinkSpec};
+pub use spec::{keeps_recorded, OtelContent, SinkContext, SinkKind, SinkSpec};
 pub use stats::{OutputCounts, StatsSink};
 pub use thread::{SinkMsg, SinkPlan, SinkReport, SinkThread};

@@ -13,7 +13,7 @@ use toolstream_sinks::cards::{CardsOptions, CardsSink};
 use toolstream_sinks::cursor_db::{CursorDbOptions, CursorDbSink};
 use toolstream_sinks::jsonl_trace::JsonlTraceSink;
 use toolstream_sinks::openai::OpenAiSseSink;
-use toolstream_sinks::otel::config::{OtelConfig, Protocol};
+use toolstream_sinks::otel::config::{ContentCapture, OtelConfig, Protocol, TextScrub};
 use toolstream_sinks::otel::OtelSink;
 use toolstream_sinks::pi_session::dir::{PiSessionsOptions, PiSessionsSink, SessionsRoot};
 use toolstream_sinks::pi_session::PiSessionSink;
@@ -248,6 +248,36 @@ pub struct SinkContext {
     pub compact_model_results: bool,
     /// `--compact-cards`: the terminal cards show compacted shell results too.
     pub compact_cards: bool,
+    /// The OTLP sinks' content capture.
+    pub otel: OtelContent,
+}
+
+/// What content the OTLP sinks write, and the scrubber for the part the engine leaves unscrubbed
+/// (the assistant's own text).
+#[derive(Clone, Debug)]
+pub struct OtelContent {
+    pub capture: ContentCapture,
+    pub scrub: TextScrub,
+}
+
+impl OtelContent {
+    /// As configured (`otel_capture_content`; the API key is scrubbed too).
+    pub fn from_config(cfg: &crate::config::Config) -> OtelContent {
+        OtelContent::new(cfg.otel_capture_content.value, cfg.api_key.value.expose().map(str::to_owned))
+    }
+
+    fn new(capture: ContentCapture, api_key: Option<String>) -> OtelContent {
+        let scrubber = toolstream_actors::present::scrub::Scrubber::new(api_key);
+        let scrub = TextScrub(std::sync::Arc::new(move |s: &str| scrubber.scrub(s).into_owned()));
+        OtelContent { capture, scrub }
+    }
+}
+
+impl Default for OtelContent {
+    /// No content.
+    fn default() -> OtelContent {
+        OtelContent::new(ContentCapture::NoContent, None)
+    }
 }
 
 impl SinkContext {
@@ -262,6 +292,7 @@ impl SinkContext {
             allow_cursor_state_db: false,
             compact_model_results: compact,
             compact_cards: false,
+            otel: OtelContent::default(),
         }
     }
 }
@@ -345,10 +376,12 @@ impl SinkSpec {
                 let protocol = (self.kind == SinkKind::OtlpGrpc).then_some(Protocol::Grpc);
                 let endpoint = self.path.as_ref().map(|p| p.display().to_string());
                 let name = self.kind.name();
+                let content = ctx.otel.clone();
                 Box::new(move || {
-                    let cfg = OtelConfig::from_env(endpoint.as_deref(), protocol, &|k| std::env::var(k).ok())
+                    let mut cfg = OtelConfig::from_env(endpoint.as_deref(), protocol, &|k| std::env::var(k).ok())
                         .map_err(|e| SinkError::Other { sink: name, message: e.to_string() })?;
-                    Ok(Box::new(OtelSink::open(&cfg)?) as Box<dyn Sink>)
+                    cfg.capture_content = content.capture;
+                    Ok(Box::new(OtelSink::open(&cfg, content.scrub)?) as Box<dyn Sink>)
                 })
             }
         };

@@ -5,7 +5,7 @@
 //! (`TOOLSTREAM_REQUIRE_OTEL=1`), where its absence fails them. Every wait is bounded and every
 //! collector is killed by its guard.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use std::fs;
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
@@ -51,12 +51,26 @@ impl Collector {
         Collector::start_on(agent, http, grpc)
     }
 
+    /// A collector that prints the metrics it receives too ([`Collector::metrics`]).
+    pub fn start_with_metrics(agent: &Path) -> Collector {
+        let (http, grpc) = Collector::ports();
+        Collector::start_printing(agent, http, grpc, &["traces", "metrics"])
+    }
+
     pub fn start_on(agent: &Path, http: u16, grpc: u16) -> Collector {
+        Collector::start_printing(agent, http, grpc, &["traces"])
+    }
+
+    fn start_printing(agent: &Path, http: u16, grpc: u16, what: &[&str]) -> Collector {
         let dir = tempdir();
         let log = dir.join("rotel.out");
         let out = fs::File::create(&log).unwrap();
-        let child = Command::new(agent)
-            .args(["start", "--exporter", "blackhole", "--debug-log", "traces", "--debug-log-verbosity", "detailed"])
+        let mut cmd = Command::new(agent);
+        cmd.args(["start", "--exporter", "blackhole", "--debug-log-verbosity", "detailed"]);
+        for w in what {
+            cmd.args(["--debug-log", w]);
+        }
+        let child = cmd
             .arg("--otlp-http-endpoint")
             .arg(format!("127.0.0.1:{http}"))
             .arg("--otlp-grpc-endpoint")
@@ -95,6 +109,13 @@ impl Collector {
     /// The spans printed so far.
     pub fn spans(&self) -> Vec<Span> {
         parse_spans(&self.output())
+    }
+
+    /// The data points of the last metrics export printed so far (they are cumulative).
+    pub fn metrics(&self) -> Vec<Point> {
+        let out = self.output();
+        let last = out.rfind("ResourceMetrics #").map_or("", |i| &out[i..]);
+        parse_points(last.split("ResourceSpans #").next().unwrap_or_default())
     }
 
     /// Wait (bounded) until at least `n` spans were printed and the count stopped growing; the
@@ -137,6 +158,54 @@ impl Span {
     pub fn attr(&self, k: &str) -> Option<&str> {
         self.attrs.get(k).map(String::as_str)
     }
+}
+
+/// One metric data point as rotel printed it.
+#[derive(Clone, Debug, Default)]
+pub struct Point {
+    pub metric: String,
+    pub unit: String,
+    pub attrs: BTreeMap<String, String>,
+    /// A histogram point's count (sums: 0).
+    pub count: u64,
+    /// A histogram point's sum, a sum point's value.
+    pub value: f64,
+}
+
+/// Parse one `ResourceMetrics` block of rotel's detailed debug log: per metric a `Descriptor:`
+/// (`-> Name`, `-> Unit`), then data points (`NumberDataPoints #` / `HistogramDataPoints #`) with
+/// `Data point attributes:`, `Value:` or `Count:` and `Sum:`.
+fn parse_points(out: &str) -> Vec<Point> {
+    let mut points: Vec<Point> = Vec::new();
+    let (mut metric, mut unit) = (String::new(), String::new());
+    for raw in out.lines() {
+        let line = raw.trim_start();
+        let value = |l: &str| l.split_once(':').map(|(_, v)| v.trim().to_owned()).unwrap_or_default();
+        if line.starts_with("NumberDataPoints #") || line.starts_with("HistogramDataPoints #") {
+            points.push(Point { metric: metric.clone(), unit: unit.clone(), ..Point::default() });
+        } else if let Some(kv) = line.strip_prefix("-> ") {
+            let Some((k, v)) = kv.split_once(": ") else { continue };
+            let v = v.strip_prefix("Str(").and_then(|v| v.strip_suffix(')')).unwrap_or(v).to_owned();
+            match (k, points.last_mut()) {
+                ("Name", _) => {
+                    metric = v;
+                    unit.clear();
+                }
+                ("Unit", _) => unit = v,
+                (_, Some(p)) if p.metric == metric => {
+                    p.attrs.insert(k.to_owned(), v);
+                }
+                _ => {}
+            }
+        } else if let Some(p) = points.last_mut().filter(|p| p.metric == metric) {
+            if line.starts_with("Value:") || line.starts_with("Sum:") {
+                p.value = value(line).parse().unwrap_or(0.0);
+            } else if line.starts_with("Count:") {
+                p.count = value(line).parse().unwrap_or(0);
+            }
+        }
+    }
+    points
 }
 
 /// Parse rotel's detailed debug log: `Resource attributes:` then per span `Trace ID`, `Parent
@@ -202,6 +271,36 @@ fn parse_spans(out: &str) -> Vec<Span> {
         }
     }
     spans
+}
+
+/// The trace shape of one conversation with one subagent: every turn of the conversation a trace
+/// of its own, rooted at its `invoke_agent` span and carrying the conversation id; the subagent's
+/// run under the `execute_tool task` span of its parent's turn, in that turn's trace, with its
+/// own calls under it. The number of root turns.
+pub fn check_subagent_nesting(spans: &[Span], conversation: &str, what: &str) -> usize {
+    let runs: Vec<&Span> = spans.iter().filter(|s| s.attr("gen_ai.operation.name") == Some("invoke_agent")).collect();
+    let roots: Vec<&Span> = runs.iter().copied().filter(|s| s.parent_id.is_empty()).collect();
+    let nested: Vec<&Span> = runs.iter().copied().filter(|s| !s.parent_id.is_empty()).collect();
+    assert_eq!(nested.len(), 1, "{what}: the one subagent run is nested");
+    let traces: HashSet<&str> = roots.iter().map(|s| s.trace_id.as_str()).collect();
+    assert_eq!(traces.len(), roots.len(), "{what}: one trace per turn");
+    for r in &roots {
+        assert_eq!(r.attr("gen_ai.conversation.id"), Some(conversation), "{what}: every turn names its conversation");
+    }
+    let sub = nested[0];
+    let task = spans.iter().find(|s| s.id == sub.parent_id).expect("the subagent's parent span was exported");
+    assert_eq!(task.name, "execute_tool task", "{what}: the subagent runs under its task call");
+    assert_eq!(task.trace_id, sub.trace_id, "{what}: in its parent's trace");
+    let parent_turn = roots.iter().find(|r| r.id == task.parent_id).expect("the task call's own turn");
+    assert_eq!(parent_turn.trace_id, sub.trace_id);
+    assert_ne!(sub.attr("gen_ai.conversation.id"), Some(conversation), "{what}: the subagent's own conversation");
+    let sub_calls: Vec<&Span> = spans.iter().filter(|s| s.parent_id == sub.id).collect();
+    assert!(!sub_calls.is_empty(), "{what}: the subagent's calls");
+    for c in &sub_calls {
+        assert!(c.name.starts_with("execute_tool "), "{what}: {}", c.name);
+        assert_eq!(c.trace_id, sub.trace_id, "{what}: the subagent's calls in the same trace");
+    }
+    roots.len()
 }
 
 /// What `toolstream stats --json` counts in `file`: (runs, calls, failed calls).

@@ -1,6 +1,7 @@
 //! How the OTLP sink is configured: the transport ([`Protocol`]), the endpoint and headers (from
-//! the sink's argument or the standard `OTEL_EXPORTER_OTLP_*` variables), the content opt-in, the
-//! resource's `service.name`, and the export queue's limits. A plain struct: the engine's config
+//! the sink's argument or the standard `OTEL_EXPORTER_OTLP_*` variables), the content capture
+//! mode ([`ContentCapture`]) and its scrubber, the resource's `service.name`, and the export
+//! queue's limits. A plain struct: the engine's config
 //! layer and the command line map into it; [`OtelConfig::from_env`] reads the environment through
 //! a function so tests never mutate theirs.
 
@@ -53,6 +54,87 @@ impl Protocol {
     }
 }
 
+/// What content the sink writes (`OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT`, the
+/// values of the GenAI instrumentations; `true`/`false` are the older spellings of `SPAN_ONLY` and
+/// `NO_CONTENT`). Content is always scrubbed (SPEC §8) and bounded.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ContentCapture {
+    /// No prompts, responses, arguments, results or shell lines (the default).
+    #[default]
+    NoContent,
+    /// On the spans: the run's `gen_ai.input.messages` / `gen_ai.output.messages`, the call's
+    /// `gen_ai.tool.call.arguments` / `.result`, the shell lines of its progress events.
+    SpanOnly,
+    /// The prompt and the response in a `gen_ai.client.inference.operation.details` event (a span
+    /// event of the run's span: this sink exports no logs); tool content is a span attribute in
+    /// the conventions, so this mode captures none.
+    EventOnly,
+    /// Both.
+    SpanAndEvent,
+}
+
+impl ContentCapture {
+    /// The accepted values, for errors and `toolstream config`.
+    pub const CHOICES: &'static str = "NO_CONTENT, SPAN_ONLY, EVENT_ONLY, SPAN_AND_EVENT (or false, true)";
+
+    pub fn parse(s: &str) -> Result<ContentCapture, ConfigError> {
+        let v = s.trim();
+        let is = |name: &str| v.eq_ignore_ascii_case(name);
+        if v.is_empty() || is("NO_CONTENT") || is("false") {
+            Ok(ContentCapture::NoContent)
+        } else if is("SPAN_ONLY") || is("true") {
+            Ok(ContentCapture::SpanOnly)
+        } else if is("EVENT_ONLY") {
+            Ok(ContentCapture::EventOnly)
+        } else if is("SPAN_AND_EVENT") {
+            Ok(ContentCapture::SpanAndEvent)
+        } else {
+            Err(ConfigError::Capture(v.to_owned()))
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ContentCapture::NoContent => "NO_CONTENT",
+            ContentCapture::SpanOnly => "SPAN_ONLY",
+            ContentCapture::EventOnly => "EVENT_ONLY",
+            ContentCapture::SpanAndEvent => "SPAN_AND_EVENT",
+        }
+    }
+
+    /// Content as span attributes (and shell lines as span events).
+    pub fn on_spans(self) -> bool {
+        matches!(self, ContentCapture::SpanOnly | ContentCapture::SpanAndEvent)
+    }
+
+    /// The prompt and the response as an event.
+    pub fn as_event(self) -> bool {
+        matches!(self, ContentCapture::EventOnly | ContentCapture::SpanAndEvent)
+    }
+
+    /// Any content at all.
+    pub fn any(self) -> bool {
+        self != ContentCapture::NoContent
+    }
+}
+
+/// Scrubs text the engine has not scrubbed already (the assistant's own text) before it leaves
+/// as content: the engine's scrubber (SPEC §8), handed to the sink.
+#[derive(Clone)]
+pub struct TextScrub(pub std::sync::Arc<dyn Fn(&str) -> String + Send + Sync>);
+
+impl TextScrub {
+    pub fn scrub(&self, s: &str) -> String {
+        (self.0)(s)
+    }
+}
+
+impl std::fmt::Debug for TextScrub {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("TextScrub")
+    }
+}
+
 /// Why the sink cannot be configured.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum ConfigError {
@@ -62,6 +144,8 @@ pub enum ConfigError {
     Endpoint(String),
     #[error("OTEL_EXPORTER_OTLP_HEADERS: `{0}` is not `key=value`")]
     Header(String),
+    #[error("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT `{0}` is not one of NO_CONTENT, SPAN_ONLY, EVENT_ONLY, SPAN_AND_EVENT (or false, true)")]
+    Capture(String),
 }
 
 /// Everything the sink needs.
@@ -73,8 +157,9 @@ pub struct OtelConfig {
     /// `OTEL_EXPORTER_OTLP_HEADERS` is checked here (a malformed one stops the sink from
     /// opening) and applied by the exporter itself, which reads it for both transports.
     pub headers_checked: usize,
-    /// `OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true`.
-    pub capture_content: bool,
+    /// What content is written: the engine's setting `otel_capture_content` (SPEC §9.7), which
+    /// [`OtelConfig::from_env`] leaves at its default.
+    pub capture_content: ContentCapture,
     /// The resource's `service.name`.
     pub service_name: String,
     pub queue_spans: usize,
@@ -111,12 +196,11 @@ impl OtelConfig {
             Some(h) => parse_headers(&h)?.len(),
             None => 0,
         };
-        let capture_content = env(attrs::CAPTURE_CONTENT_ENV).is_some_and(|v| v.trim().eq_ignore_ascii_case("true"));
         Ok(OtelConfig {
             protocol,
             endpoint,
             headers_checked,
-            capture_content,
+            capture_content: ContentCapture::NoContent,
             service_name: service_name(env),
             queue_spans: DEFAULT_QUEUE_SPANS,
             batch_spans: DEFAULT_BATCH_SPANS,

@@ -1,4 +1,6 @@
-//! Metrics: tool calls by tool and outcome, a tool-duration histogram, and tokens by kind. The
+//! Metrics: the GenAI conventions' `gen_ai.client.operation.duration` (runs and calls) and
+//! `gen_ai.client.token.usage` (a run's input and output tokens), and our own tool calls by tool
+//! and outcome, tool-duration histogram, and token counter by kind. The
 //! instruments are recorded on the sink's thread from the spans [`super::spans`] finished; the
 //! export thread collects them (cumulative, so a failed push is made good by the next) and pushes
 //! them to the collector on a timer and at every checkpoint.
@@ -48,6 +50,8 @@ pub struct Metrics {
     calls: Counter<u64>,
     duration: Histogram<f64>,
     tokens: Counter<u64>,
+    operation_duration: Histogram<f64>,
+    token_usage: Histogram<u64>,
 }
 
 impl Metrics {
@@ -65,20 +69,42 @@ impl Metrics {
             .build();
         let tokens =
             meter.u64_counter(a::METRIC_TOKENS).with_unit("{token}").with_description("Tokens, by kind").build();
-        (Metrics { provider, calls, duration, tokens }, reader)
+        let operation_duration = meter
+            .f64_histogram(a::METRIC_GENAI_OPERATION_DURATION)
+            .with_unit("s")
+            .with_description("GenAI operation duration (agent runs and tool calls)")
+            .with_boundaries(a::GENAI_DURATION_BUCKETS.to_vec())
+            .build();
+        let token_usage = meter
+            .u64_histogram(a::METRIC_GENAI_TOKEN_USAGE)
+            .with_unit("{token}")
+            .with_description("Input and output tokens per agent run")
+            .with_boundaries(a::GENAI_TOKEN_BUCKETS.to_vec())
+            .build();
+        (Metrics { provider, calls, duration, tokens, operation_duration, token_usage }, reader)
     }
 
     /// Count what a finished span says.
     pub fn record(&self, f: &Finished) {
         match f {
             Finished::Call(c) => {
-                let outcome = if c.failed { "error" } else { "success" };
+                let outcome = if c.error_type.is_some() { "error" } else { "success" };
                 let attrs = [KeyValue::new(a::TOOL_NAME, c.tool.clone()), KeyValue::new(a::OUTCOME, outcome)];
                 self.calls.add(1, &attrs);
                 self.duration.record(c.duration.as_secs_f64(), &attrs[..1]);
+                let op = operation(a::OP_EXECUTE_TOOL, None, c.error_type);
+                self.operation_duration.record(c.duration.as_secs_f64(), &op);
             }
             Finished::Run(r) => {
+                let op = operation(a::OP_INVOKE_AGENT, r.model.as_deref(), r.error_type);
+                self.operation_duration.record(r.duration.as_secs_f64(), &op);
                 let Some(t) = r.tokens else { return };
+                let op = operation(a::OP_INVOKE_AGENT, r.model.as_deref(), None);
+                for (kind, n) in [("input", t.input), ("output", t.output)] {
+                    let mut attrs = op.clone();
+                    attrs.push(KeyValue::new(a::TOKEN_TYPE, kind));
+                    self.token_usage.record(n, &attrs);
+                }
                 for (kind, n) in [
                     ("input", t.input),
                     ("output", t.output),
@@ -90,6 +116,18 @@ impl Metrics {
             }
         }
     }
+}
+
+/// The attributes of a GenAI operation metric.
+fn operation(name: &'static str, model: Option<&str>, error_type: Option<&'static str>) -> Vec<KeyValue> {
+    let mut attrs = vec![KeyValue::new(a::OPERATION_NAME, name), KeyValue::new(a::PROVIDER_NAME, a::PROVIDER_CURSOR)];
+    if let Some(m) = model {
+        attrs.push(KeyValue::new(a::REQUEST_MODEL, m.to_owned()));
+    }
+    if let Some(t) = error_type {
+        attrs.push(KeyValue::new(a::ERROR_TYPE, t));
+    }
+    attrs
 }
 
 impl Drop for Metrics {

@@ -21,7 +21,7 @@ use opentelemetry_sdk::trace::SpanData;
 use opentelemetry_sdk::Resource;
 use toolstream_schemas::OutputEvent;
 
-use self::config::{OtelConfig, Protocol, REQUEST_TIMEOUT};
+use self::config::{OtelConfig, Protocol, TextScrub, REQUEST_TIMEOUT};
 use self::export::{ExportLimits, Exporter};
 use self::metrics::{Metrics, MetricsExport};
 use self::spans::{Finished, MapOptions, SpanMapper};
@@ -43,8 +43,9 @@ pub struct OtelSink {
 }
 
 impl OtelSink {
-    /// Open the sink: start the export thread (and its exporters) for `cfg`.
-    pub fn open(cfg: &OtelConfig) -> Result<OtelSink, SinkError> {
+    /// Open the sink: start the export thread (and its exporters) for `cfg`; `scrub` scrubs the
+    /// assistant's text written as content.
+    pub fn open(cfg: &OtelConfig, scrub: TextScrub) -> Result<OtelSink, SinkError> {
         let resource = resource(&cfg.service_name);
         let (metrics, reader) = if cfg.metrics {
             let (m, r) = Metrics::new(resource.clone());
@@ -68,18 +69,29 @@ impl OtelSink {
         };
         let exporter = Exporter::start(build, resource, limits)
             .map_err(|e| SinkError::Other { sink: NAME, message: e.to_string() })?;
-        Ok(OtelSink::with_exporter(cfg.capture_content, metrics, exporter))
+        tracing::debug!(endpoint = %cfg.endpoint, capture = cfg.capture_content.as_str(), "OTLP sink opened");
+        let opts = MapOptions { capture: cfg.capture_content, scrub, id_salt: random_salt() };
+        Ok(OtelSink::with_exporter(opts, metrics, exporter))
     }
 
     /// A sink around a started export thread (tests give it their own exporter).
-    pub fn with_exporter(capture_content: bool, metrics: Option<Metrics>, exporter: Exporter) -> OtelSink {
-        let opts = MapOptions { capture_content, id_salt: random_salt() };
+    pub fn with_exporter(opts: MapOptions, metrics: Option<Metrics>, exporter: Exporter) -> OtelSink {
         OtelSink { mapper: SpanMapper::new(opts), metrics, exporter, pending: Vec::new(), finished: Vec::new() }
     }
 
     /// What the export side did so far.
     pub fn exporter(&self) -> &Exporter {
         &self.exporter
+    }
+
+    /// Count what finished and queue its spans.
+    fn take_finished(&mut self) {
+        for f in self.finished.drain(..) {
+            if let Some(m) = &self.metrics {
+                m.record(&f);
+            }
+            self.pending.push(f.into_span());
+        }
     }
 
     fn hand_over(&mut self) {
@@ -98,12 +110,7 @@ impl Sink for OtelSink {
         for ev in batch {
             self.mapper.handle(ev, &mut self.finished);
         }
-        for f in self.finished.drain(..) {
-            if let Some(m) = &self.metrics {
-                m.record(&f);
-            }
-            self.pending.push(f.into_span());
-        }
+        self.take_finished();
         if self.pending.len() >= self.exporter.batch_spans() {
             self.hand_over();
         }
@@ -118,6 +125,9 @@ impl Sink for OtelSink {
 
     /// Wait, bounded, until the collector has what finished so far (or it is counted as lost).
     fn checkpoint(&mut self) -> Result<(), SinkError> {
+        // Subagent runs whose parent call never came go as traces of their own.
+        self.mapper.release_waiting(&mut self.finished);
+        self.take_finished();
         self.hand_over();
         if !self.exporter.flush() {
             tracing::debug!("OTLP sink: checkpoint not answered within its timeout");

@@ -1,9 +1,15 @@
-//! The pure mapping from output events to spans (SPEC §9.7): one `invoke_agent` span per run and
-//! one child `execute_tool <tool>` span per call, with timestamps from the recorded times, the
-//! parent relation set explicitly, lifecycle lines and shell progress as span events, and failure
-//! marked exactly on failed calls and failed or cancelled runs. No runtime, no IO: [`SpanMapper`]
-//! takes events and hands back finished spans (with what the metrics need). Per-run state lives
-//! from a run's first event to its `RunClosed`.
+//! The pure mapping from output events to spans (SPEC §9.7): one trace per run, its
+//! `invoke_agent` span the root and one child `execute_tool <tool>` span per call, with timestamps
+//! from the recorded times, the parent relation set explicitly, lifecycle lines and shell progress
+//! as span events, and failure marked exactly on failed calls and failed, cancelled or incomplete
+//! runs. No runtime, no IO: [`SpanMapper`] takes events and hands back finished spans (with what
+//! the metrics need). Per-run state lives from a run's first event to its `RunClosed`.
+//!
+//! A nested run (a subagent's: `RunContext::parent` names its parent's task call) belongs to its
+//! parent's trace, its `invoke_agent` span a child of that call's `execute_tool` span. Its spans
+//! are held until that call's span is made (the engine delivers a child's close before its
+//! parent call's card), then moved into the parent's trace; a nested run whose parent call never
+//! comes is let go as a trace of its own at the next checkpoint.
 
 use std::borrow::Cow;
 use std::sync::Arc;
@@ -14,9 +20,12 @@ use opentelemetry::{Array, InstrumentationScope, KeyValue, StringValue, Value};
 use opentelemetry_sdk::trace::{SpanData, SpanEvents, SpanLinks};
 use rustc_hash::FxHashMap as HashMap;
 use sha2::{Digest, Sha256};
-use toolstream_schemas::{Card, IncompleteCall, Output, OutputEvent, RunId, RunStatus, Tool, ToolKind};
+use toolstream_schemas::{
+    Card, IncompleteCall, Output, OutputEvent, ParentCall, RunContext, RunId, RunStatus, Tool, ToolKind,
+};
 
 use super::attrs as a;
+use super::config::{ContentCapture, TextScrub};
 
 /// SPEC §8's transcript bound, applied again to content attributes: at most this many chars…
 pub const CONTENT_MAX_CHARS: usize = 24_000;
@@ -24,12 +33,17 @@ pub const CONTENT_MAX_CHARS: usize = 24_000;
 pub const CONTENT_MAX_LINES: usize = 800;
 /// Span events kept per call span (the SDK's default limit); the rest are counted as dropped.
 pub const MAX_EVENTS_PER_SPAN: usize = 128;
+/// Task calls remembered after their span was made (for a subagent's run that closes after its
+/// call's card); past it the table starts over.
+const MAX_HOMES: usize = 4_096;
 
 /// What the mapping needs to know.
 #[derive(Clone, Debug)]
 pub struct MapOptions {
-    /// Write `gen_ai.tool.call.arguments` / `.result` and shell lines (the content opt-in).
-    pub capture_content: bool,
+    /// What content is written (prompts, responses, tool arguments and results, shell lines).
+    pub capture: ContentCapture,
+    /// Scrubs the assistant's own text before it is written as content (the rest comes scrubbed).
+    pub scrub: TextScrub,
     /// Mixed into every trace and span id, so that two replays of one file are two traces.
     pub id_salt: [u8; 16],
 }
@@ -39,7 +53,8 @@ pub struct MapOptions {
 pub struct CallDone {
     pub span: SpanData,
     pub tool: String,
-    pub failed: bool,
+    /// Its `error.type`, when it failed.
+    pub error_type: Option<&'static str>,
     pub duration: Duration,
 }
 
@@ -52,11 +67,15 @@ pub struct Tokens {
     pub cache_creation: u64,
 }
 
-/// A finished run span and its tokens (for the metrics).
+/// A finished run span and what the metrics count of it.
 #[derive(Debug)]
 pub struct RunDone {
     pub span: SpanData,
     pub tokens: Option<Tokens>,
+    pub model: Option<String>,
+    /// Its `error.type`, when it failed, was cancelled or is incomplete.
+    pub error_type: Option<&'static str>,
+    pub duration: Duration,
 }
 
 /// A span that ended.
@@ -80,6 +99,45 @@ impl Finished {
             Finished::Run(r) => r.span,
         }
     }
+
+    fn span_mut(&mut self) -> &mut SpanData {
+        match self {
+            Finished::Call(c) => &mut c.span,
+            Finished::Run(r) => &mut r.span,
+        }
+    }
+}
+
+/// A nested run's finished spans (and those of runs nested in it), waiting for their trace.
+#[derive(Debug)]
+struct Group {
+    /// The nested run's `invoke_agent` span: the one whose parent is set when the group moves.
+    root: SpanId,
+    finished: Vec<Finished>,
+}
+
+impl Group {
+    /// Into the trace `trace_id`, its root under `parent`.
+    fn rehome(mut self, trace_id: TraceId, parent: SpanId) -> Vec<Finished> {
+        for f in &mut self.finished {
+            let span = f.span_mut();
+            let c = &span.span_context;
+            span.span_context =
+                SpanContext::new(trace_id, c.span_id(), c.trace_flags(), false, c.trace_state().clone());
+            if span.span_context.span_id() == self.root {
+                span.parent_span_id = parent;
+            }
+        }
+        self.finished
+    }
+}
+
+/// Where a task call's span is: a subagent's run that closes later goes under it.
+#[derive(Clone, Debug)]
+struct Home {
+    run: Arc<RunId>,
+    trace_id: TraceId,
+    span_id: SpanId,
 }
 
 /// A call seen in progress (lifecycle lines, shell output) before its card.
@@ -99,6 +157,15 @@ struct RunState {
     /// (events before the stream's first timestamp have time 0, which is no start).
     start_ms: Option<u64>,
     model: Option<String>,
+    /// What the source knows of the run (its parent call, the Cursor build).
+    context: Option<Box<RunContext>>,
+    /// The prompt (scrubbed by the engine), kept only when content is captured.
+    prompt: Option<String>,
+    /// The assistant's text so far, kept (bounded) only when content is captured.
+    response: String,
+    response_chars: usize,
+    /// A nested run's finished spans and those of runs nested in it, until its trace is known.
+    held: Vec<Finished>,
     /// Calls in progress, by call hash.
     calls: HashMap<String, OpenCall>,
     /// Visible incomplete calls waiting for their card (which carries their times and content).
@@ -115,11 +182,66 @@ pub struct SpanMapper {
     opts: MapOptions,
     scope: InstrumentationScope,
     runs: HashMap<Arc<RunId>, RunState>,
+    /// Nested runs that closed before their parent call's span was made, by that call.
+    waiting: HashMap<(Arc<str>, String), Group>,
+    /// Task calls whose span was made, by (session, call hash).
+    homes: HashMap<(Arc<str>, String), Home>,
+}
+
+impl RunState {
+    fn new(trace_id: TraceId, span_id: SpanId) -> RunState {
+        RunState {
+            trace_id,
+            span_id,
+            start_ms: None,
+            model: None,
+            context: None,
+            prompt: None,
+            response: String::new(),
+            response_chars: 0,
+            held: Vec::new(),
+            calls: HashMap::default(),
+            incomplete: Vec::new(),
+            next_call: 0,
+            message_tokens: None,
+        }
+    }
+
+    fn parent(&self) -> Option<&ParentCall> {
+        self.context.as_ref().and_then(|c| c.parent.as_ref())
+    }
+
+    /// A span this run finished: held while the run waits for its trace, else out.
+    fn finished(&mut self, f: Finished, out: &mut Vec<Finished>) {
+        if self.parent().is_some() {
+            self.held.push(f);
+        } else {
+            out.push(f);
+        }
+    }
 }
 
 impl SpanMapper {
     pub fn new(opts: MapOptions) -> SpanMapper {
-        SpanMapper { opts, scope: InstrumentationScope::builder(a::SCOPE).build(), runs: HashMap::default() }
+        SpanMapper {
+            opts,
+            scope: InstrumentationScope::builder(a::SCOPE).build(),
+            runs: HashMap::default(),
+            waiting: HashMap::default(),
+            homes: HashMap::default(),
+        }
+    }
+
+    /// Let go of nested runs whose parent call never came: each a trace of its own (the end of
+    /// the input, a checkpoint).
+    pub fn release_waiting(&mut self, out: &mut Vec<Finished>) {
+        let mut keys: Vec<_> = self.waiting.keys().cloned().collect();
+        keys.sort();
+        for k in keys {
+            if let Some(g) = self.waiting.remove(&k) {
+                out.extend(g.finished);
+            }
+        }
     }
 
     /// Runs open now (their state is held until `RunClosed`).
@@ -135,24 +257,26 @@ impl SpanMapper {
         }
         if !self.runs.contains_key(&ev.run) {
             let (trace_id, span_id) = self.run_ids(&ev.run);
-            let state = RunState {
-                trace_id,
-                span_id,
-                start_ms: None,
-                model: None,
-                calls: HashMap::default(),
-                incomplete: Vec::new(),
-                next_call: 0,
-                message_tokens: None,
-            };
-            self.runs.insert(ev.run.clone(), state);
+            self.runs.insert(ev.run.clone(), RunState::new(trace_id, span_id));
         }
-        let capture = self.opts.capture_content;
+        let capture = self.opts.capture;
         let salt = self.opts.id_salt;
         let Some(run) = self.runs.get_mut(&ev.run) else { return };
         run.saw_time(ev.at_ms);
         match &ev.kind {
-            Output::RunOpened { model, .. } => run.model.clone_from(model),
+            Output::RunOpened { model, prompt, context, .. } => {
+                run.model.clone_from(model);
+                run.context.clone_from(context);
+                if capture.any() {
+                    run.prompt.clone_from(prompt);
+                }
+            }
+            Output::Text { delta, .. } if capture.any() => {
+                if run.response_chars <= CONTENT_MAX_CHARS {
+                    run.response.push_str(delta);
+                    run.response_chars += delta.chars().count();
+                }
+            }
             Output::LifecycleLine { call, title, label } => {
                 let attrs = vec![
                     KeyValue::new(a::LIFECYCLE_TITLE, title.clone()),
@@ -162,7 +286,7 @@ impl SpanMapper {
             }
             Output::ShellProgress { call, stream, line } => {
                 let mut attrs = vec![KeyValue::new(a::SHELL_STREAM, stream.as_str())];
-                if capture {
+                if capture.on_spans() {
                     attrs.push(KeyValue::new(a::SHELL_LINE, line.clone()));
                 }
                 run.call_event(&call.hash, ev.at_ms, a::EVENT_SHELL_OUTPUT, attrs);
@@ -178,23 +302,40 @@ impl SpanMapper {
             Output::IncompleteCall(rec) => {
                 let open = run.calls.remove(&rec.call.hash).unwrap_or_default();
                 let call = CallFacts::incomplete(rec, &open, ev.at_ms);
-                out.push(run.call_span(&self.scope, salt, &ev.run, call, open, capture));
+                let f = run.call_span(&self.scope, salt, &ev.run, call, open, capture);
+                run.finished(f, out);
             }
             Output::Card(card) => {
                 if card.incomplete.is_some() {
                     run.incomplete.retain(|r| r.call.hash != card.call.hash);
                 }
                 let open = run.calls.remove(&card.call.hash).unwrap_or_default();
-                let call = CallFacts::from_card(card, &open, ev.at_ms, capture);
-                out.push(run.call_span(&self.scope, salt, &ev.run, call, open, capture));
+                let call = CallFacts::from_card(card, &open, ev.at_ms, capture.on_spans());
+                let f = run.call_span(&self.scope, salt, &ev.run, call, open, capture);
+                let (trace_id, span_id) = (run.trace_id, f.span().span_context.span_id());
+                run.finished(f, out);
+                // The subagent runs of this call, which closed before it, move into this trace.
+                let key = (ev.run.session.clone(), card.call.hash.clone());
+                if let Some(g) = self.waiting.remove(&key) {
+                    for f in g.rehome(trace_id, span_id) {
+                        run.finished(f, out);
+                    }
+                }
+                if card.source_tool.kind() == Some(ToolKind::Task) {
+                    if self.homes.len() >= MAX_HOMES {
+                        self.homes.clear();
+                    }
+                    self.homes.insert(key, Home { run: ev.run.clone(), trace_id, span_id });
+                }
             }
-            Output::RunClosed { status, totals, error, .. } => {
+            Output::RunClosed { status, totals, error, final_text } => {
                 let Some(mut run) = self.runs.remove(&ev.run) else { return };
                 // Visible incomplete calls whose card never came (a dropped batch).
                 for rec in std::mem::take(&mut run.incomplete) {
                     let open = run.calls.remove(&rec.call.hash).unwrap_or_default();
                     let call = CallFacts::incomplete(&rec, &open, ev.at_ms);
-                    out.push(run.call_span(&self.scope, salt, &ev.run, call, open, capture));
+                    let f = run.call_span(&self.scope, salt, &ev.run, call, open, capture);
+                    run.finished(f, out);
                 }
                 let tokens = totals
                     .reported_usage
@@ -205,7 +346,23 @@ impl SpanMapper {
                         cache_creation: u.cache_write_tokens,
                     })
                     .or(run.message_tokens);
-                out.push(run.run_span(&self.scope, &ev.run, ev.at_ms, *status, error.as_deref(), tokens));
+                let content = self.content(&run, final_text, *status);
+                let end = RunClose {
+                    at_ms: ev.at_ms,
+                    status: *status,
+                    incomplete: totals.incomplete,
+                    error: error.as_deref(),
+                };
+                let f = run.run_span(&self.scope, &ev.run, end, tokens, content);
+                match run.parent().cloned() {
+                    None => out.push(f),
+                    Some(parent) => {
+                        let root = f.span().span_context.span_id();
+                        let mut finished = std::mem::take(&mut run.held);
+                        finished.push(f);
+                        self.nested_closed(parent, Group { root, finished }, out);
+                    }
+                }
             }
             Output::MessageStarted { .. }
             | Output::Text { .. }
@@ -213,6 +370,57 @@ impl SpanMapper {
             | Output::BlockEnded { .. }
             | Output::Diagnostic { .. } => {}
         }
+    }
+
+    /// A nested run closed: into its parent call's trace when that call's span was made already,
+    /// else waiting for it.
+    fn nested_closed(&mut self, parent: ParentCall, group: Group, out: &mut Vec<Finished>) {
+        let key = (parent.session, parent.call.hash);
+        let Some(home) = self.homes.get(&key).cloned() else {
+            // A second subagent run of one call joins the first (both under the call).
+            match self.waiting.get_mut(&key) {
+                Some(g) => {
+                    let first_trace = g.finished.first().map(|f| f.span().span_context.trace_id());
+                    let moved = match first_trace {
+                        Some(t) => group.rehome(t, g.root),
+                        None => group.finished,
+                    };
+                    g.finished.extend(moved);
+                }
+                None => {
+                    self.waiting.insert(key, group);
+                }
+            }
+            return;
+        };
+        match self.runs.get_mut(&home.run) {
+            // The parent run is still open (and may be waiting for a trace itself).
+            Some(run) => {
+                for f in group.rehome(run.trace_id, home.span_id) {
+                    run.finished(f, out);
+                }
+            }
+            None => out.extend(group.rehome(home.trace_id, home.span_id)),
+        }
+    }
+
+    /// The run's content attributes, per the capture mode: the prompt and the response as GenAI
+    /// messages.
+    fn content(&self, run: &RunState, final_text: &str, status: RunStatus) -> Option<Content> {
+        if !self.opts.capture.any() {
+            return None;
+        }
+        let response = if run.response.trim().is_empty() { final_text } else { run.response.as_str() };
+        let input = run.prompt.as_deref().filter(|p| !p.trim().is_empty()).map(|p| {
+            serde_json::json!([{"role": "user", "parts": [{"type": "text", "content": bound_content(p)}]}]).to_string()
+        });
+        let output = (!response.trim().is_empty()).then(|| {
+            let text = self.opts.scrub.scrub(&bound_content(response));
+            let finish = finish_reason(status);
+            serde_json::json!([{"role": "assistant", "parts": [{"type": "text", "content": text}], "finish_reason": finish}])
+                .to_string()
+        });
+        Some(Content { input, output, on_span: self.opts.capture.on_spans(), as_event: self.opts.capture.as_event() })
     }
 
     /// The run's trace id and span id: a hash of the salt and the run.
@@ -363,7 +571,7 @@ impl RunState {
         run: &RunId,
         call: CallFacts,
         open: OpenCall,
-        capture: bool,
+        capture: ContentCapture,
     ) -> Finished {
         self.saw_time(call.start_ms);
         let k = self.next_call;
@@ -378,7 +586,7 @@ impl RunState {
             KeyValue::new(a::TOOL_CALL_ID, call.hash),
             KeyValue::new(a::TOOL_TYPE, tool_type),
         ];
-        if capture {
+        if capture.on_spans() {
             if let Some(args) = call.args {
                 attributes.push(KeyValue::new(a::TOOL_CALL_ARGUMENTS, args));
             }
@@ -411,19 +619,17 @@ impl RunState {
             status,
             instrumentation_scope: scope.clone(),
         };
-        let failed = call.error_type.is_some();
         let duration = Duration::from_millis(call.end_ms - call.start_ms);
-        Finished::Call(Box::new(CallDone { span, tool: call.tool, failed, duration }))
+        Finished::Call(Box::new(CallDone { span, tool: call.tool, error_type: call.error_type, duration }))
     }
 
     fn run_span(
         &self,
         scope: &InstrumentationScope,
         run: &RunId,
-        end_ms: u64,
-        status: RunStatus,
-        error: Option<&str>,
+        end: RunClose<'_>,
         tokens: Option<Tokens>,
+        content: Option<Content>,
     ) -> Finished {
         let mut attributes = vec![
             KeyValue::new(a::OPERATION_NAME, a::OP_INVOKE_AGENT),
@@ -434,47 +640,101 @@ impl RunState {
         if let Some(m) = &self.model {
             attributes.push(KeyValue::new(a::REQUEST_MODEL, m.clone()));
         }
+        if let Some(c) = &self.context {
+            if let Some(v) = &c.cursor_version {
+                attributes.push(KeyValue::new(a::CURSOR_VERSION, v.clone()));
+            }
+            if let Some(m) = &c.composer_mode {
+                attributes.push(KeyValue::new(a::CURSOR_COMPOSER_MODE, m.clone()));
+            }
+            if !c.workspace_roots.is_empty() {
+                let roots = c.workspace_roots.iter().map(|r| StringValue::from(r.clone())).collect();
+                attributes.push(KeyValue::new(a::CURSOR_WORKSPACE_ROOTS, Value::Array(Array::String(roots))));
+            }
+        }
         if let Some(t) = tokens {
             for (key, n) in [
                 (a::USAGE_INPUT_TOKENS, t.input),
                 (a::USAGE_OUTPUT_TOKENS, t.output),
                 (a::USAGE_CACHE_READ_INPUT_TOKENS, t.cache_read),
+                (a::USAGE_CACHE_WRITE_INPUT_TOKENS, t.cache_creation),
                 (a::USAGE_CACHE_CREATION_INPUT_TOKENS, t.cache_creation),
             ] {
                 attributes.push(KeyValue::new(key, i64::try_from(n).unwrap_or(i64::MAX)));
             }
         }
-        let reason = match status {
-            RunStatus::Finished => "stop",
-            RunStatus::Error => "error",
-            RunStatus::Cancelled => "cancelled",
-        };
         attributes.push(KeyValue::new(
             a::RESPONSE_FINISH_REASONS,
-            Value::Array(Array::String(vec![StringValue::from(reason)])),
+            Value::Array(Array::String(vec![StringValue::from(finish_reason(end.status))])),
         ));
-        let status = match status {
-            RunStatus::Finished => Status::Unset,
-            RunStatus::Error | RunStatus::Cancelled => {
-                attributes.push(KeyValue::new(a::ERROR_TYPE, status.as_str()));
-                Status::error(error.map_or_else(|| status.as_str().to_owned(), |e| e.chars().take(240).collect()))
+        let mut events = SpanEvents::default();
+        if let Some(c) = content {
+            let messages: Vec<KeyValue> = [(a::INPUT_MESSAGES, c.input), (a::OUTPUT_MESSAGES, c.output)]
+                .into_iter()
+                .filter_map(|(k, v)| v.map(|v| KeyValue::new(k, v)))
+                .collect();
+            if c.as_event {
+                events.events.push(Event::new(a::EVENT_OPERATION_DETAILS, at(end.at_ms), messages.clone(), 0));
+            }
+            if c.on_span {
+                attributes.extend(messages);
+            }
+        }
+        let error_type = match (end.status, end.incomplete) {
+            (RunStatus::Finished, _) => None,
+            (_, true) => Some(a::ERROR_INCOMPLETE),
+            (status, false) => Some(status.as_str()),
+        };
+        let status = match error_type {
+            None => Status::Unset,
+            Some(t) => {
+                attributes.push(KeyValue::new(a::ERROR_TYPE, t));
+                Status::error(end.error.map_or_else(|| t.to_owned(), |e| e.chars().take(240).collect()))
             }
         };
+        let start_ms = self.start_ms.unwrap_or(end.at_ms).min(end.at_ms);
         let span = SpanData {
             span_context: self.context(self.span_id),
             parent_span_id: SpanId::INVALID,
             parent_span_is_remote: false,
             span_kind: SpanKind::Internal,
             name: Cow::Borrowed(a::RUN_SPAN_NAME),
-            start_time: at(self.start_ms.unwrap_or(end_ms).min(end_ms)),
-            end_time: at(end_ms),
+            start_time: at(start_ms),
+            end_time: at(end.at_ms),
             attributes,
             dropped_attributes_count: 0,
-            events: SpanEvents::default(),
+            events,
             links: SpanLinks::default(),
             status,
             instrumentation_scope: scope.clone(),
         };
-        Finished::Run(Box::new(RunDone { span, tokens }))
+        let duration = Duration::from_millis(end.at_ms - start_ms);
+        Finished::Run(Box::new(RunDone { span, tokens, model: self.model.clone(), error_type, duration }))
+    }
+}
+
+/// How a run ended, as its span says.
+struct RunClose<'a> {
+    at_ms: u64,
+    status: RunStatus,
+    /// Its source ended before it did.
+    incomplete: bool,
+    error: Option<&'a str>,
+}
+
+/// A run's content, per the capture mode: GenAI message JSON.
+struct Content {
+    input: Option<String>,
+    output: Option<String>,
+    on_span: bool,
+    as_event: bool,
+}
+
+/// `gen_ai.response.finish_reasons` of a run.
+fn finish_reason(status: RunStatus) -> &'static str {
+    match status {
+        RunStatus::Finished => "stop",
+        RunStatus::Error => "error",
+        RunStatus::Cancelled => "cancelled",
     }
 }

@@ -13,12 +13,12 @@ use opentelemetry_sdk::trace::{SpanData, SpanExporter};
 use opentelemetry_sdk::Resource;
 use serde_json::json;
 use toolstream_schemas::{
-    CallRef, Card, IncompleteCall, IncompleteReason, Output, OutputEvent, RunId, RunStatus, RunTotals, ShellStream,
-    StopReason, TokenUsage, Tool, ToolKind, Usage,
+    CallRef, Card, IncompleteCall, IncompleteReason, Output, OutputEvent, ParentCall, RunContext, RunId, RunStatus,
+    RunTotals, ShellStream, StopReason, TokenUsage, Tool, ToolKind, Usage,
 };
 
 use super::attrs as a;
-use super::config::{parse_headers, service_name, ConfigError, OtelConfig, Protocol};
+use super::config::{parse_headers, service_name, ConfigError, ContentCapture, OtelConfig, Protocol, TextScrub};
 use super::export::{ExportLimits, Exporter};
 use super::spans::{bound_content, Finished, MapOptions, SpanMapper, CONTENT_MAX_CHARS};
 
@@ -73,7 +73,16 @@ fn closed(status: RunStatus, reported: Option<TokenUsage>) -> Output {
 }
 
 fn map(events: &[OutputEvent], capture: bool) -> (Vec<Finished>, SpanMapper) {
-    let mut m = SpanMapper::new(MapOptions { capture_content: capture, id_salt: [7; 16] });
+    map_with(events, if capture { ContentCapture::SpanOnly } else { ContentCapture::NoContent })
+}
+
+/// A scrubber that stands for the engine's: it removes `SECRET`.
+fn test_scrub() -> TextScrub {
+    TextScrub(Arc::new(|s: &str| s.replace("SECRET", "[redacted]")))
+}
+
+fn map_with(events: &[OutputEvent], capture: ContentCapture) -> (Vec<Finished>, SpanMapper) {
+    let mut m = SpanMapper::new(MapOptions { capture, scrub: test_scrub(), id_salt: [7; 16] });
     let mut out = Vec::new();
     for e in events {
         m.handle(e, &mut out);
@@ -251,9 +260,14 @@ fn configuration_from_the_environment() {
     assert_eq!((c.protocol, c.endpoint.as_str()), (Protocol::Grpc, "http://localhost:4317"));
     let c = OtelConfig::from_env(None, None, &env(&[("OTEL_EXPORTER_OTLP_ENDPOINT", "http://c:4318")])).unwrap();
     assert_eq!((c.protocol, c.metrics_url()), (Protocol::HttpProtobuf, "http://c:4318/v1/metrics".to_owned()));
-    assert!(!c.capture_content);
-    let c = OtelConfig::from_env(None, None, &env(&[(a::CAPTURE_CONTENT_ENV, "TRUE")])).unwrap();
-    assert!(c.capture_content);
+    assert_eq!(c.capture_content, ContentCapture::NoContent, "content is the engine's setting, off by default");
+    let modes: Vec<ContentCapture> = ["", "false", "NO_CONTENT", "TRUE", "span_only", "EVENT_ONLY", "SPAN_AND_EVENT"]
+        .iter()
+        .map(|v| ContentCapture::parse(v).unwrap())
+        .collect();
+    use ContentCapture::{EventOnly, NoContent, SpanAndEvent, SpanOnly};
+    assert_eq!(modes, [NoContent, NoContent, NoContent, SpanOnly, SpanOnly, EventOnly, SpanAndEvent]);
+    assert_eq!(ContentCapture::parse("yes"), Err(ConfigError::Capture("yes".into())));
     assert_eq!(
         OtelConfig::from_env(None, None, &env(&[("OTEL_EXPORTER_OTLP_PROTOCOL", "http/json")])),
         Err(ConfigError::Protocol("http/json".into()))
@@ -354,6 +368,14 @@ fn collected(
                         points.insert(key(p.attributes().map(|kv| kv.value.to_string()).collect()), (p.value(), 0.0));
                     }
                 }
+                AggregatedMetrics::U64(MetricData::Histogram(h)) => {
+                    for p in h.data_points() {
+                        points.insert(
+                            key(p.attributes().map(|kv| kv.value.to_string()).collect()),
+                            (p.count(), p.sum() as f64),
+                        );
+                    }
+                }
                 AggregatedMetrics::F64(MetricData::Histogram(h)) => {
                     for p in h.data_points() {
                         points
@@ -387,4 +409,210 @@ fn metrics_count_calls_by_tool_and_outcome_durations_and_tokens_by_kind() {
     let tokens = &m[a::METRIC_TOKENS];
     let by_kind: Vec<(&str, u64)> = tokens.iter().map(|(k, v)| (k.as_str(), v.0)).collect();
     assert_eq!(by_kind, [("cache_creation", 4), ("cache_read", 300), ("input", 100), ("output", 20)]);
+    // The GenAI conventions' metrics: the run's and each call's duration, the run's tokens.
+    // Points are found by their attribute values (in whatever order the SDK keeps them).
+    let point = |metric: &str, values: &[&str]| -> (u64, f64) {
+        let points = &m[metric];
+        let found: Vec<&(u64, f64)> = points
+            .iter()
+            .filter(|(k, _)| {
+                let mut parts: Vec<&str> = k.split('/').collect();
+                let mut want = values.to_vec();
+                parts.sort_unstable();
+                want.sort_unstable();
+                parts == want
+            })
+            .map(|(_, v)| v)
+            .collect();
+        assert_eq!(found.len(), 1, "{metric} {values:?} in {points:?}");
+        *found[0]
+    };
+    let op = a::METRIC_GENAI_OPERATION_DURATION;
+    let run = point(op, &["invoke_agent", "cursor", "gpt-5", "cancelled"]);
+    assert_eq!(run.0, 1);
+    assert!((run.1 - 1.1).abs() < 1e-9, "1,000 ms to 2,100 ms: {run:?}");
+    assert_eq!(point(op, &["execute_tool", "cursor"]).0, 1, "the good call");
+    assert_eq!(point(op, &["execute_tool", "cursor", "tool_error"]).0, 1);
+    assert_eq!(point(op, &["execute_tool", "cursor", "abort"]).0, 2);
+    let usage = a::METRIC_GENAI_TOKEN_USAGE;
+    assert_eq!(point(usage, &["invoke_agent", "cursor", "gpt-5", "input"]), (1, 100.0));
+    assert_eq!(point(usage, &["invoke_agent", "cursor", "gpt-5", "output"]), (1, 20.0));
+}
+
+fn opened(model: Option<&str>, prompt: Option<&str>, context: Option<RunContext>) -> Output {
+    Output::RunOpened {
+        cwd: None,
+        model: model.map(str::to_owned),
+        prompt: prompt.map(str::to_owned),
+        context: context.map(Box::new),
+    }
+}
+
+fn task_card(hash: &str, times: (u64, u64)) -> Output {
+    let mut c = card(hash, Tool::Known(ToolKind::Task), false, None, times);
+    if let Output::Card(c) = &mut c {
+        c.args = json!({"description": "look around"});
+    }
+    c
+}
+
+fn child_context(parent: &str, call: &str) -> RunContext {
+    RunContext {
+        parent: Some(ParentCall { session: parent.into(), call: CallRef { hash: call.into() } }),
+        ..RunContext::default()
+    }
+}
+
+/// A parent run whose task call `task0001` runs a subagent (its own conversation, one read
+/// call); `child_late` puts the subagent's close after the task call's card.
+fn nested_runs(child_late: bool) -> Vec<OutputEvent> {
+    let parent = Arc::new(RunId { session: "parent".into(), seq: 1 });
+    let child = Arc::new(RunId { session: "child".into(), seq: 1 });
+    let mut v = vec![
+        ev(&parent, 1_000, opened(Some("gpt-5"), Some("go"), None)),
+        ev(&child, 1_100, opened(None, Some("look around"), Some(child_context("parent", "task0001")))),
+        ev(&child, 1_300, card("read0001", Tool::Known(ToolKind::Read), false, None, (1_200, 1_300))),
+    ];
+    let child_close = ev(&child, 1_400, closed(RunStatus::Finished, None));
+    let task = ev(&parent, 1_500, task_card("task0001", (1_050, 1_500)));
+    if child_late {
+        v.extend([task, child_close]);
+    } else {
+        v.extend([child_close, task]);
+    }
+    v.push(ev(&parent, 1_600, closed(RunStatus::Finished, None)));
+    v
+}
+
+#[test]
+fn a_subagent_run_is_a_child_of_its_task_call_in_its_parent_trace() {
+    for late in [false, true] {
+        let (out, mapper) = map(&nested_runs(late), false);
+        assert_eq!(mapper.open_runs(), 0);
+        let spans: Vec<&SpanData> = out.iter().map(Finished::span).collect();
+        assert_eq!(spans.len(), 4, "two runs, two calls");
+        let named = |name: &str, conv: Option<&str>| {
+            *spans
+                .iter()
+                .find(|s| s.name == name && conv.is_none_or(|c| str_attr(s, a::CONVERSATION_ID).as_deref() == Some(c)))
+                .unwrap()
+        };
+        let parent = named(a::RUN_SPAN_NAME, Some("parent"));
+        let child = named(a::RUN_SPAN_NAME, Some("child"));
+        let task = named("execute_tool task", None);
+        let read = named("execute_tool read", None);
+        let trace = parent.span_context.trace_id();
+        for s in &spans {
+            assert_eq!(s.span_context.trace_id(), trace, "one trace for the turn and its subagent (late: {late})");
+        }
+        assert_eq!(parent.parent_span_id, SpanId::INVALID);
+        assert_eq!(task.parent_span_id, parent.span_context.span_id());
+        assert_eq!(child.parent_span_id, task.span_context.span_id(), "the subagent's run under its task call");
+        assert_eq!(read.parent_span_id, child.span_context.span_id());
+        assert_eq!(str_attr(child, a::OPERATION_NAME).as_deref(), Some("invoke_agent"));
+    }
+}
+
+#[test]
+fn a_subagent_run_whose_task_call_never_comes_is_let_go_on_its_own() {
+    let events: Vec<OutputEvent> =
+        nested_runs(false).into_iter().filter(|e| e.run.session.as_ref() == "child").collect();
+    let (mut out, mut mapper) = map(&events, false);
+    assert!(out.is_empty(), "held for its parent call");
+    mapper.release_waiting(&mut out);
+    let spans: Vec<&SpanData> = out.iter().map(Finished::span).collect();
+    assert_eq!(spans.len(), 2);
+    let child = spans.iter().find(|s| s.name == a::RUN_SPAN_NAME).unwrap();
+    assert_eq!(child.parent_span_id, SpanId::INVALID, "a root of its own trace");
+    assert!(spans.iter().all(|s| s.span_context.trace_id() == child.span_context.trace_id()));
+    let (mut again, _) = (Vec::new(), ());
+    mapper.release_waiting(&mut again);
+    assert!(again.is_empty(), "let go once");
+}
+
+#[test]
+fn hook_runs_carry_cursor_facts_cache_writes_under_both_names_and_incomplete_turns_are_marked() {
+    let run = Arc::new(RunId { session: "conv".into(), seq: 1 });
+    let context = RunContext {
+        cursor_version: Some("3.7.19".into()),
+        composer_mode: Some("agent".into()),
+        workspace_roots: vec!["/w/app".into()],
+        ..RunContext::default()
+    };
+    let usage = TokenUsage {
+        input_tokens: 10,
+        output_tokens: 2,
+        cache_read_tokens: 3,
+        cache_write_tokens: 4,
+        reasoning_tokens: None,
+    };
+    let incomplete_close = Output::RunClosed {
+        status: RunStatus::Error,
+        final_text: String::new(),
+        totals: RunTotals { reported_usage: Some(usage), incomplete: true, ..RunTotals::default() },
+        error: Some("incomplete: the turn ended without a `stop` hook".into()),
+    };
+    let (out, _) =
+        map(&[ev(&run, 5, opened(Some("default"), None, Some(context))), ev(&run, 9, incomplete_close)], false);
+    let span = out[0].span();
+    assert_eq!(str_attr(span, a::CURSOR_VERSION).as_deref(), Some("3.7.19"));
+    assert_eq!(str_attr(span, a::CURSOR_COMPOSER_MODE).as_deref(), Some("agent"));
+    assert_eq!(
+        attr(span, a::CURSOR_WORKSPACE_ROOTS),
+        Some(&Value::Array(opentelemetry::Array::String(vec!["/w/app".into()])))
+    );
+    assert_eq!(attr(span, a::USAGE_CACHE_WRITE_INPUT_TOKENS), Some(&Value::I64(4)));
+    assert_eq!(attr(span, a::USAGE_CACHE_CREATION_INPUT_TOKENS), Some(&Value::I64(4)), "the older name beside it");
+    assert_eq!(str_attr(span, a::ERROR_TYPE).as_deref(), Some("incomplete"));
+    assert!(matches!(span.status, Status::Error { .. }));
+    // A run that failed as reported keeps its own error type.
+    let (out, _) = map(&[ev(&run, 5, opened(None, None, None)), ev(&run, 9, closed(RunStatus::Error, None))], false);
+    assert_eq!(str_attr(out[0].span(), a::ERROR_TYPE).as_deref(), Some("error"));
+    assert!(attr(out[0].span(), a::CURSOR_VERSION).is_none(), "no Cursor facts where the source has none");
+}
+
+/// A finished run with a prompt, streamed text holding a secret, and one shell call.
+fn run_with_text() -> Vec<OutputEvent> {
+    let run = Arc::new(RunId { session: "c".into(), seq: 1 });
+    vec![
+        ev(&run, 1, opened(None, Some("fix the test"), None)),
+        ev(&run, 2, Output::Text { turn: 1, delta: "Done: token=SECRET ".into() }),
+        ev(&run, 3, Output::Text { turn: 1, delta: "and fixed.".into() }),
+        ev(&run, 4, card("aaaa0001", Tool::Known(ToolKind::Shell), false, None, (3, 4))),
+        ev(&run, 5, closed(RunStatus::Finished, None)),
+    ]
+}
+
+#[test]
+fn content_modes_put_prompt_response_and_tool_content_where_asked_and_scrubbed() {
+    use ContentCapture::{EventOnly, NoContent, SpanAndEvent, SpanOnly};
+    for mode in [NoContent, SpanOnly, EventOnly, SpanAndEvent] {
+        let (out, _) = map_with(&run_with_text(), mode);
+        let (tool, run) = (out[0].span(), out[1].span());
+        let details: Vec<&opentelemetry::trace::Event> =
+            run.events.iter().filter(|e| e.name == a::EVENT_OPERATION_DETAILS).collect();
+        assert_eq!(attr(run, a::INPUT_MESSAGES).is_some(), mode.on_spans(), "{mode:?}");
+        assert_eq!(attr(run, a::OUTPUT_MESSAGES).is_some(), mode.on_spans(), "{mode:?}");
+        assert_eq!(details.len(), usize::from(mode.as_event()), "{mode:?}");
+        assert_eq!(attr(tool, a::TOOL_CALL_ARGUMENTS).is_some(), mode.on_spans(), "tool content is a span attribute");
+        let mut texts: Vec<String> = Vec::new();
+        texts.extend(str_attr(run, a::INPUT_MESSAGES));
+        texts.extend(str_attr(run, a::OUTPUT_MESSAGES));
+        for e in &details {
+            texts.extend(e.attributes.iter().map(|kv| kv.value.as_str().into_owned()));
+        }
+        for t in &texts {
+            assert!(!t.contains("SECRET"), "scrubbed: {t}");
+        }
+        if mode.any() {
+            let input: serde_json::Value = serde_json::from_str(&texts[0]).unwrap();
+            assert_eq!(input, json!([{"role": "user", "parts": [{"type": "text", "content": "fix the test"}]}]));
+            let output: serde_json::Value = serde_json::from_str(&texts[1]).unwrap();
+            assert_eq!(output[0]["role"], "assistant");
+            assert_eq!(output[0]["finish_reason"], "stop");
+            assert_eq!(output[0]["parts"][0]["content"], "Done: token=[redacted] and fixed.");
+        } else {
+            assert!(texts.is_empty());
+        }
+    }
 }

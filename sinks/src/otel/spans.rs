@@ -183,7 +183,7 @@ pub struct SpanMapper {
     scope: InstrumentationScope,
     runs: HashMap<Arc<RunId>, RunState>,
     /// Nested runs that closed before their parent call's span was made, by that call.
-    waiting: HashMap<(Arc<str>, String), Group>,
+    waiting: HashMap<(Arc<str>, String), Vec<Group>>,
     /// Task calls whose span was made, by (session, call hash).
     homes: HashMap<(Arc<str>, String), Home>,
 }
@@ -238,7 +238,7 @@ impl SpanMapper {
         let mut keys: Vec<_> = self.waiting.keys().cloned().collect();
         keys.sort();
         for k in keys {
-            if let Some(g) = self.waiting.remove(&k) {
+            for g in self.waiting.remove(&k).unwrap_or_default() {
                 out.extend(g.finished);
             }
         }
@@ -316,7 +316,7 @@ impl SpanMapper {
                 run.finished(f, out);
                 // The subagent runs of this call, which closed before it, move into this trace.
                 let key = (ev.run.session.clone(), card.call.hash.clone());
-                if let Some(g) = self.waiting.remove(&key) {
+                for g in self.waiting.remove(&key).unwrap_or_default() {
                     for f in g.rehome(trace_id, span_id) {
                         run.finished(f, out);
                     }
@@ -377,20 +377,7 @@ impl SpanMapper {
     fn nested_closed(&mut self, parent: ParentCall, group: Group, out: &mut Vec<Finished>) {
         let key = (parent.session, parent.call.hash);
         let Some(home) = self.homes.get(&key).cloned() else {
-            // A second subagent run of one call joins the first (both under the call).
-            match self.waiting.get_mut(&key) {
-                Some(g) => {
-                    let first_trace = g.finished.first().map(|f| f.span().span_context.trace_id());
-                    let moved = match first_trace {
-                        Some(t) => group.rehome(t, g.root),
-                        None => group.finished,
-                    };
-                    g.finished.extend(moved);
-                }
-                None => {
-                    self.waiting.insert(key, group);
-                }
-            }
+            self.waiting.entry(key).or_default().push(group);
             return;
         };
         match self.runs.get_mut(&home.run) {

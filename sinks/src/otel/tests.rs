@@ -616,3 +616,28 @@ fn content_modes_put_prompt_response_and_tool_content_where_asked_and_scrubbed()
         }
     }
 }
+
+#[test]
+fn two_subagent_runs_of_one_task_call_both_hang_under_it() {
+    let parent = Arc::new(RunId { session: "parent".into(), seq: 1 });
+    let kids: Vec<Arc<RunId>> =
+        ["child-a", "child-b"].iter().map(|s| Arc::new(RunId { session: (*s).into(), seq: 1 })).collect();
+    let mut events = vec![ev(&parent, 1_000, opened(None, Some("go"), None))];
+    for (i, k) in kids.iter().enumerate() {
+        let t = 1_100 + 100 * i as u64;
+        events.push(ev(k, t, opened(None, None, Some(child_context("parent", "task0001")))));
+        events.push(ev(k, t + 50, closed(RunStatus::Finished, None)));
+    }
+    events.push(ev(&parent, 1_500, task_card("task0001", (1_050, 1_500))));
+    events.push(ev(&parent, 1_600, closed(RunStatus::Finished, None)));
+    let (out, _) = map(&events, false);
+    let spans: Vec<&SpanData> = out.iter().map(Finished::span).collect();
+    let task = spans.iter().find(|s| s.name == "execute_tool task").unwrap();
+    let children: Vec<&&SpanData> =
+        spans.iter().filter(|s| str_attr(s, a::CONVERSATION_ID).is_some_and(|c| c.starts_with("child"))).collect();
+    assert_eq!(children.len(), 2);
+    for c in children {
+        assert_eq!(c.parent_span_id, task.span_context.span_id());
+        assert_eq!(c.span_context.trace_id(), task.span_context.trace_id());
+    }
+}

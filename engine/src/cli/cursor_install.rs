@@ -128,7 +128,11 @@ fn sha256(bytes: &[u8]) -> String {
 fn our_command(entry: &str) -> Option<(String, Vec<String>)> {
     let v: Value = serde_json::from_str(entry).ok()?;
     let cmd = v.get("command").and_then(Value::as_str)?;
-    let argv = normalize_command(cmd).argv;
+    let n = normalize_command(cmd);
+    if n.compound {
+        return None;
+    }
+    let argv = n.argv;
     let first = argv.first()?;
     let name = first.rsplit('/').next().unwrap_or(first);
     (name.starts_with("toolstream") && argv.get(1..3) == Some(&HOOK_ARGS.map(String::from)[..]))
@@ -574,6 +578,7 @@ mod tests {
         ));
         assert!(!is_ours(r#"{"command": "tokenjuice cursor-pre-tool-use"}"#));
         assert!(!is_ours(r#"{"command": "toolstream hook claude"}"#));
+        assert!(!is_ours(r#"{"command": "toolstream hook cursor | tee log"}"#));
         let (_, args) =
             our_command(r#"{"command": "/bin/toolstream hook cursor --sink 'otlp=http://h:1' --sink pi-sessions"}"#)
                 .unwrap();

@@ -161,6 +161,9 @@ pub fn wrapped(launcher: &str, shell: &str, command: &str) -> String {
 /// Whether a command already runs through `toolstream wrap` (or another compactor's `wrap`).
 fn already_wrapped(command: &str) -> bool {
     let n = toolstream_actors::compact::classify::normalize_command(command);
+    if n.compound {
+        return false;
+    }
     let mut words = n.argv.iter();
     let first = words.next().map(|w| w.rsplit('/').next().unwrap_or(w));
     first.is_some_and(|w| WRAPPERS.iter().any(|p| w.starts_with(p))) && words.next().is_some_and(|w| w == "wrap")
@@ -344,6 +347,9 @@ mod tests {
             let wrapped = json!({"tool_name": "Shell", "tool_input": {"command": cmd}});
             assert_eq!(answer(&wrapped, "t", &env(), false), allow);
         }
+        // A pipeline that starts with a wrap is still rewritten: its other stages run unwrapped.
+        let piped = json!({"tool_name": "Shell", "tool_input": {"command": "toolstream wrap -- cargo test | tail"}});
+        assert!(answer(&piped, "t", &env(), false).get("updated_input").is_some());
         assert_eq!(answer(&Value::Null, "t", &env(), false), allow);
     }
 

@@ -15,7 +15,7 @@ use common::cursor::hook_log_holds;
 use serde_json::Value;
 use toolstream::decode::framing::{Frame, LineReader};
 use toolstream::decode::Decoder;
-use toolstream_schemas::{Input, Output, ToolKind};
+use toolstream_schemas::{CallArgs, Input, Output, ToolKind};
 
 /// The LangSmith pair: the hook log and the transcripts of the same session.
 const PAIR_HOOKS: &str = "cursor-hooks/cursor-hooks.jsonl";
@@ -114,8 +114,8 @@ fn calls_of(files: &[PathBuf]) -> BTreeMap<String, Vec<(String, String)>> {
         decoder.finish(&mut events);
         for ev in events {
             let Input::ToolStarted(t) = ev.kind else { continue };
-            let args: Value = t.args.as_ref().map_or(Value::Null, |a| serde_json::from_str(a.get()).unwrap());
-            let a = |k: &str| args.get(k).and_then(Value::as_str).unwrap_or("").to_owned();
+            let args = t.args.as_deref().and_then(CallArgs::tree);
+            let a = |k: &str| args.and_then(|v| v.get(k)).and_then(Value::as_str).unwrap_or("").to_owned();
             let target = match t.tool.kind() {
                 Some(ToolKind::Read | ToolKind::Write | ToolKind::Edit) => a("path"),
                 Some(ToolKind::Grep) => format!("{} in {}", a("pattern"), a("path")),

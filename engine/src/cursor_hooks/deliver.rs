@@ -305,7 +305,7 @@ fn run(settings: &DeliverSettings, plan_for: &SinkSpec, events: Vec<toolstream_s
     let ctx = SinkContext {
         overwrite_sessions: true,
         otel: settings.otel.clone(),
-        ..SinkContext::headless(settings.trace_limit_bytes, false)
+        ..SinkContext::headless(settings.trace_limit_bytes)
     };
     // Nothing may be dropped on the way: the ledger says what the sink took.
     let plan = plan_for.plan(&ctx, Some(WhenFull::Block));

@@ -25,8 +25,8 @@ use toolstream_schemas::cursor_hooks::{
 };
 use toolstream_schemas::ids::call_ref;
 use toolstream_schemas::{
-    Input, InputEvent, ParentCall, ResultStatus, RunContext, RunEnd, RunStart, RunStatus, SourcePos, TokenUsage, Tool,
-    ToolEvent, ToolKind, ToolResult,
+    CallArgs, CallIdent, Input, InputEvent, ParentCall, ResultStatus, RunContext, RunEnd, RunStart, RunStatus,
+    SourcePos, TokenUsage, Tool, ToolEvent, ToolKind, ToolResult,
 };
 
 /// The error of a turn that ended without its `stop` hook (a later turn began, the conversation
@@ -85,7 +85,8 @@ struct OpenCall {
     input: Option<Value>,
     kind: Option<ToolKind>,
     tool: Tool,
-    args: Value,
+    /// The canonical args, read once: the start and the completion share them.
+    args: Option<Arc<CallArgs>>,
     started_at: Option<u64>,
     /// Opened by `beforeShellExecution` / `beforeMCPExecution` (no `preToolUse` reported it).
     from_execution_hook: bool,
@@ -442,7 +443,7 @@ impl HookDecoder {
             input,
             kind,
             tool,
-            args,
+            args: CallArgs::from_tree(args).ok().map(Arc::new),
             started_at,
             from_execution_hook,
             execution_output: None,
@@ -452,7 +453,7 @@ impl HookDecoder {
 
     fn start_call(&mut self, cx: &mut Cx<'_>, p: &HookPayload, from_execution_hook: bool) {
         let call = self.new_call(&cx.conv, p, cx.at_ms, from_execution_hook);
-        let ev = tool_event(&call.id, &call.tool_name, call.tool.clone(), &call.args, None, cx.at_ms, None);
+        let ev = tool_event(&call.id, &call.tool_name, call.tool.clone(), call.args.clone(), None, cx.at_ms, None);
         self.conversation(&cx.conv).calls.push(call);
         cx.push(self, Input::ToolStarted(Box::new(ev)));
     }
@@ -500,16 +501,8 @@ impl HookDecoder {
 
     /// Emit a call's completion and remember it.
     fn finish_call(&mut self, cx: &mut Cx<'_>, call: OpenCall, result: Option<ToolResult>) {
-        let mut args = call.args.clone();
-        if let (Some(edits), Some(obj)) = (&call.edits, args.as_object_mut()) {
-            // `afterFileEdit`'s old/new texts, when the call's own args have none.
-            let has_pair =
-                ["old_string", "oldText", "new_string", "newText", "edits"].iter().any(|k| obj.contains_key(*k));
-            if !has_pair {
-                obj.insert("edits".into(), edits.clone());
-            }
-        }
-        let ev = tool_event(&call.id, &call.tool_name, call.tool.clone(), &args, result, call.started_at, cx.at_ms);
+        let args = with_edits(&call).or_else(|| call.args.clone());
+        let ev = tool_event(&call.id, &call.tool_name, call.tool.clone(), args, result, call.started_at, cx.at_ms);
         let target = call_target(&call);
         let c = self.conversation(&cx.conv);
         if c.recent.len() >= RECENT_CALLS {
@@ -579,7 +572,7 @@ impl HookDecoder {
         let edits = p.edits.as_ref().and_then(|e| serde_json::to_value(e).ok());
         let c = self.conversation(&cx.conv);
         let open = c.calls.iter_mut().find(|k| {
-            matches!(k.kind, Some(ToolKind::Edit | ToolKind::Write)) && call_target_of(k.kind, &k.args) == path
+            matches!(k.kind, Some(ToolKind::Edit | ToolKind::Write)) && call_target_of(k.kind, k.args_tree()) == path
         });
         if let Some(call) = open {
             call.edits = edits;
@@ -650,7 +643,7 @@ impl HookDecoder {
                 (ResultStatus::Error, Value::Object(value))
             }
         };
-        let result = raw(&value).map(|value| ToolResult { status: arm, value, extra: Vec::new() });
+        let result = raw(&value).map(|value| ToolResult::new(arm, value));
         let mut parent_cx = Cx { conv: parent, at_ms: cx.at_ms, pos: cx.pos, out: &mut *cx.out };
         self.finish_call(&mut parent_cx, call, result);
     }
@@ -749,7 +742,7 @@ fn tool_event(
     id: &str,
     wire_name: &str,
     tool: Tool,
-    args: &Value,
+    args: Option<Arc<CallArgs>>,
     result: Option<ToolResult>,
     started: Option<u64>,
     completed: Option<u64>,
@@ -760,11 +753,14 @@ fn tool_event(
         call_id: id.to_owned(),
         tool,
         wire_name,
-        args: raw(args),
+        args,
         result,
         model_call_id: None,
         started_at_ms: started,
         completed_at_ms: completed,
+        openai_call: None,
+        reported_call_id: None,
+        call: CallIdent::default(),
         extra: Vec::new(),
     }
 }
@@ -775,7 +771,7 @@ fn recorded_result(kind: Option<ToolKind>, output: &Value) -> Option<ToolResult>
     let o = Recorded::parse(output)?;
     let status = if mcp_is_error(&o) { ResultStatus::Error } else { ResultStatus::Success };
     let value = raw(&canonical_result(kind, &o)?)?;
-    Some(ToolResult { status, value, extra: Vec::new() })
+    Some(ToolResult::new(status, value))
 }
 
 /// The failure result of a `postToolUseFailure`.
@@ -793,11 +789,32 @@ fn failure(p: &HookPayload) -> Option<ToolResult> {
     if p.is_interrupt == Some(true) {
         value.insert("aborted".into(), true.into());
     }
-    raw(&Value::Object(value)).map(|value| ToolResult { status, value, extra: Vec::new() })
+    raw(&Value::Object(value)).map(|value| ToolResult::new(status, value))
+}
+
+/// A call's args with `afterFileEdit`'s old/new texts added, when it reported some and the call's
+/// own args have none; `None` when they stay as they are (shared with the start).
+fn with_edits(call: &OpenCall) -> Option<Arc<CallArgs>> {
+    let edits = call.edits.as_ref()?;
+    let obj = call.args_tree()?.as_object()?;
+    let has_pair = ["old_string", "oldText", "new_string", "newText", "edits"].iter().any(|k| obj.contains_key(*k));
+    if has_pair {
+        return None;
+    }
+    let mut obj = obj.clone();
+    obj.insert("edits".into(), edits.clone());
+    CallArgs::from_tree(Value::Object(obj)).ok().map(Arc::new)
+}
+
+impl OpenCall {
+    /// The canonical args as a tree (read when the call opened).
+    fn args_tree(&self) -> Option<&Value> {
+        self.args.as_deref().and_then(CallArgs::tree)
+    }
 }
 
 fn shell_command(c: &OpenCall) -> Option<&str> {
-    c.args.get("command").and_then(Value::as_str)
+    c.args_tree()?.get("command").and_then(Value::as_str)
 }
 
 /// What identifies a call for the execution and edit hooks: the command, the path, the tool.
@@ -805,14 +822,14 @@ fn call_target(c: &OpenCall) -> String {
     match c.kind {
         Some(ToolKind::Shell) => shell_command(c).unwrap_or_default().to_owned(),
         Some(ToolKind::Mcp) => c.tool_name.strip_prefix("MCP:").unwrap_or(&c.tool_name).to_owned(),
-        k => call_target_of(k, &c.args),
+        k => call_target_of(k, c.args_tree()),
     }
 }
 
-fn call_target_of(kind: Option<ToolKind>, args: &Value) -> String {
+fn call_target_of(kind: Option<ToolKind>, args: Option<&Value>) -> String {
     match kind {
         Some(ToolKind::Edit | ToolKind::Write | ToolKind::Read | ToolKind::Delete) => {
-            args.get("path").and_then(Value::as_str).unwrap_or_default().to_owned()
+            args.and_then(|a| a.get("path")).and_then(Value::as_str).unwrap_or_default().to_owned()
         }
         _ => String::new(),
     }

@@ -17,7 +17,8 @@ use toolstream_schemas::cursor_hooks::{canonical_args, hook_tool};
 use toolstream_schemas::cursor_transcript::{parse_line, Block, TranscriptLine, UserText, REDACTED};
 use toolstream_schemas::ids::{call_ref, hash8};
 use toolstream_schemas::{
-    Input, InputEvent, ParentCall, RunContext, RunEnd, RunStart, RunStatus, SourcePos, Tool, ToolEvent, ToolKind,
+    CallArgs, CallIdent, Input, InputEvent, ParentCall, RunContext, RunEnd, RunStart, RunStatus, SourcePos, Tool,
+    ToolEvent, ToolKind,
 };
 
 /// The error of a turn the transcript ends inside.
@@ -295,24 +296,27 @@ impl TranscriptDecoder {
     /// A tool call: started and completed at once, with no result.
     fn call(&mut self, name: &str, input: &serde_json::Value, pos: SourcePos, block: usize, out: &mut Vec<InputEvent>) {
         let (kind, mcp_tool) = hook_tool(name);
-        let args = canonical_args(kind, mcp_tool, Some(input));
+        let args = CallArgs::from_tree(canonical_args(kind, mcp_tool, Some(input))).ok().map(Arc::new);
         let tool = match kind {
             Some(k) => Tool::Known(k).reclassified_for_mcp(mcp_tool),
             None => Tool::unknown(name),
         };
         let id = match (kind, input.get("prompt").and_then(serde_json::Value::as_str)) {
             (Some(ToolKind::Task), Some(prompt)) => task_call_id(prompt),
-            _ => format!("transcript-{}-{}-{block}", pos.line, hash8(&args.to_string())),
+            _ => format!("transcript-{}-{}-{block}", pos.line, hash8(args.as_deref().map_or("", CallArgs::text))),
         };
         let event = |_: ()| ToolEvent {
             call_id: id.clone(),
             tool: tool.clone(),
             wire_name: name.to_owned(),
-            args: to_raw_value(&args).ok(),
+            args: args.clone(),
             result: None,
             model_call_id: None,
             started_at_ms: None,
             completed_at_ms: None,
+            openai_call: None,
+            reported_call_id: None,
+            call: CallIdent::default(),
             extra: Vec::new(),
         };
         self.push(out, pos, Input::ToolStarted(Box::new(event(()))));
@@ -355,7 +359,7 @@ mod tests {
                 Input::ToolCompleted(t) => {
                     assert!(t.result.is_none(), "no invented result");
                     assert_eq!(t.tool, Tool::Known(ToolKind::Shell));
-                    assert_eq!(t.args.as_ref().unwrap().get(), r#"{"command":"ls","workingDirectory":"/w"}"#);
+                    assert_eq!(t.args.as_ref().unwrap().text(), r#"{"command":"ls","workingDirectory":"/w"}"#);
                     "tool-completed"
                 }
                 Input::TextBoundary => "boundary",

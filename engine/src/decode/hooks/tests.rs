@@ -210,7 +210,7 @@ fn execution_and_edit_hooks_attach_to_their_call() {
         ]
     );
     let Input::ToolCompleted(edit) = &out[5].event.kind else { panic!() };
-    assert_eq!(edit.args.as_ref().unwrap().get(), r#"{"edits":[{"new_string":"b","old_string":"a"}],"path":"/w/a"}"#);
+    assert_eq!(edit.args.as_ref().unwrap().text(), r#"{"edits":[{"new_string":"b","old_string":"a"}],"path":"/w/a"}"#);
     assert_eq!(d.counts().attached, 4);
     assert!(!format!("{out:?}").contains("SECRET FILE"), "a read file's content is never kept");
 }

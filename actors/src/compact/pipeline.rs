@@ -37,9 +37,10 @@ struct Kept {
 /// Precedence per line: the rule's `keep` beats its `skip`, which beats the common failure
 /// patterns (so a passing test named `parses_error` is still dropped).
 pub fn run(rule: &Rule, common_failure: &RegexSet, output: &str, exit_code: Option<i32>, show_exit: bool) -> String {
-    let mut counts = vec![0u64; rule.counters.len()];
+    let mut counts = vec![Count::default(); rule.counters.len()];
     let mut kept: Vec<Kept> = Vec::new();
     let mut in_section: Option<usize> = None;
+    let mut in_skip_block: Option<usize> = None;
 
     for raw in output.lines() {
         let cleaned = clean_line(raw);
@@ -59,8 +60,14 @@ pub fn run(rule: &Rule, common_failure: &RegexSet, output: &str, exit_code: Opti
             in_section = Some(s);
             in_a_section = true;
         }
+        if in_skip_block.is_some_and(|b| rule.skip_blocks[b].1.is_match(line)) {
+            in_skip_block = None;
+        }
+        if in_skip_block.is_none() {
+            in_skip_block = rule.skip_blocks.iter().position(|(start, _)| start.is_match(line));
+        }
         let keep = rule.keep.is_match(line);
-        if !keep && rule.skip.is_match(line) {
+        if !keep && (in_skip_block.is_some() || rule.skip.is_match(line)) {
             continue;
         }
         let must = keep || in_a_section || common_failure.is_match(line);
@@ -85,6 +92,7 @@ pub fn run(rule: &Rule, common_failure: &RegexSet, output: &str, exit_code: Opti
     }
 
     let mut out = String::new();
+    let counts: Vec<u64> = counts.iter().map(Count::value).collect();
     let header = header(rule, &counts, exit_code.filter(|_| show_exit));
     if !header.is_empty() {
         out.push_str(&header);
@@ -102,16 +110,45 @@ pub fn run(rule: &Rule, common_failure: &RegexSet, output: &str, exit_code: Opti
     out
 }
 
-fn count(counter: &super::rules::Counter, line: &str, n: &mut u64) {
+/// A counter's state.
+#[derive(Clone, Copy, Debug, Default)]
+struct Count {
+    value: u64,
+    /// Its pattern matched at least once.
+    matched: bool,
+    /// Lines matching its `fallback`.
+    fallback: u64,
+}
+
+impl Count {
+    /// The count: the pattern's, or the fallback's when the pattern never matched.
+    fn value(&self) -> u64 {
+        if self.matched {
+            self.value
+        } else {
+            self.fallback
+        }
+    }
+}
+
+fn count(counter: &super::rules::Counter, line: &str, n: &mut Count) {
     if counter.unless.as_ref().is_some_and(|u| u.is_match(line)) {
         return;
     }
+    if counter.fallback.as_ref().is_some_and(|f| f.is_match(line)) {
+        n.fallback += 1;
+    }
     match counter.mode {
-        CounterMode::Lines => *n += u64::from(counter.pattern.is_match(line)),
+        CounterMode::Lines if counter.pattern.is_match(line) => {
+            n.value += 1;
+            n.matched = true;
+        }
+        CounterMode::Lines => {}
         CounterMode::Last | CounterMode::Sum => {
             let captured = counter.pattern.captures(line).and_then(|c| c.iter().skip(1).flatten().next());
             if let Some(v) = captured.and_then(|m| m.as_str().parse::<u64>().ok()) {
-                *n = if counter.mode == CounterMode::Sum { n.saturating_add(v) } else { v };
+                n.value = if counter.mode == CounterMode::Sum { n.value.saturating_add(v) } else { v };
+                n.matched = true;
             }
         }
     }
@@ -177,7 +214,7 @@ fn close_run(out: &mut Vec<Kept>, start: usize, min_run: usize) {
 /// grouped by folder when asked.
 fn render(out: &mut String, kept: &[Kept], bound: Option<(usize, usize)>, group: bool) {
     let mut lines = Vec::new();
-    let mut omitted = 0usize;
+    let mut omitted = Omitted::default();
     let n = kept.len();
     for (i, k) in kept.iter().enumerate() {
         let shown = match bound {
@@ -185,27 +222,54 @@ fn render(out: &mut String, kept: &[Kept], bound: Option<(usize, usize)>, group:
             _ => true,
         };
         if !shown {
-            omitted += k.count;
+            omitted.entries += 1;
+            omitted.lines += k.count;
+            omitted.one = Some(k);
             continue;
         }
-        if omitted > 0 {
-            lines.push(format!("… {omitted} {} omitted …", plural("line", omitted as u64)));
-            omitted = 0;
-        }
-        let mut line = k.text.clone();
-        if k.similar {
-            line.push_str(&format!(" (×{} similar)", k.count));
-        } else if k.count > 1 {
-            line.push_str(&format!(" (×{})", k.count));
-        }
-        lines.push(line);
+        omitted.flush(&mut lines);
+        lines.push(shown_text(k));
     }
+    omitted.flush(&mut lines);
     if group {
         lines = group_by_folder(lines);
     }
     for line in lines {
         line_break(out);
         out.push_str(&line);
+    }
+}
+
+/// A kept line as shown, with its count.
+fn shown_text(k: &Kept) -> String {
+    let mut line = k.text.clone();
+    if k.similar {
+        line.push_str(&format!(" (×{} similar)", k.count));
+    } else if k.count > 1 {
+        line.push_str(&format!(" (×{})", k.count));
+    }
+    line
+}
+
+/// A run of kept lines the bound leaves out.
+#[derive(Default)]
+struct Omitted<'a> {
+    entries: usize,
+    lines: usize,
+    /// The last of them.
+    one: Option<&'a Kept>,
+}
+
+impl Omitted<'_> {
+    /// Write the run as `… N lines omitted …` — or as the line itself when it is the only one
+    /// (no longer than the marker) — and start a new one.
+    fn flush(&mut self, lines: &mut Vec<String>) {
+        match (self.entries, self.one) {
+            (0, _) | (_, None) => {}
+            (1, Some(one)) => lines.push(shown_text(one)),
+            (_, Some(_)) => lines.push(format!("… {} {} omitted …", self.lines, plural("line", self.lines as u64))),
+        }
+        *self = Omitted::default();
     }
 }
 

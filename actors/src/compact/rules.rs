@@ -80,6 +80,11 @@ struct RuleSpec {
     /// applies inside.
     #[serde(default)]
     sections: Vec<SectionSpec>,
+    /// Regions dropped whole (a passing test suite's block): from a line matching `start` up to
+    /// the next line matching `end` (not included, and itself free to start a block); `keep`
+    /// still keeps lines inside.
+    #[serde(default)]
+    skip_blocks: Vec<SectionSpec>,
     /// Consecutive lines matching one of these keep only the last (progress counters).
     #[serde(default)]
     last_of: Vec<String>,
@@ -163,6 +168,8 @@ struct CounterSpec {
     /// part in the match counts).
     #[serde(default)]
     mode: CounterMode,
+    /// When `pattern` never matches (a summary line cut off), count the lines matching this.
+    fallback: Option<String>,
 }
 
 /// How a counter counts.
@@ -205,6 +212,7 @@ pub struct Counter {
     pub pattern: Regex,
     pub unless: Option<Regex>,
     pub mode: CounterMode,
+    pub fallback: Option<Regex>,
 }
 
 /// A rewrite of one line.
@@ -223,6 +231,7 @@ pub struct Rule {
     pub skip: RegexSet,
     pub keep: RegexSet,
     pub sections: Vec<(Regex, Regex)>,
+    pub skip_blocks: Vec<(Regex, Regex)>,
     pub last_of: RegexSet,
     pub rewrites: Vec<Rewrite>,
     pub counters: Vec<Counter>,
@@ -414,12 +423,14 @@ fn compile(file: &str, s: RuleSpec) -> Result<Rule, RuleError> {
             return Err(rule_err(file, id, format!("counter `{}` reads numbers but has no capture", c.label)));
         }
         let unless = c.unless.as_deref().map(|u| regex(file, id, u)).transpose()?;
-        counters.push(Counter { label: c.label.clone(), pattern, unless, mode: c.mode });
+        let fallback = c.fallback.as_deref().map(|f| regex(file, id, f)).transpose()?;
+        counters.push(Counter { label: c.label.clone(), pattern, unless, mode: c.mode, fallback });
     }
-    let mut sections = Vec::new();
-    for sec in &s.sections {
-        sections.push((regex(file, id, &sec.start)?, regex(file, id, &sec.end)?));
-    }
+    let regions = |specs: &[SectionSpec]| -> Result<Vec<(Regex, Regex)>, RuleError> {
+        specs.iter().map(|sec| Ok((regex(file, id, &sec.start)?, regex(file, id, &sec.end)?))).collect()
+    };
+    let sections = regions(&s.sections)?;
+    let skip_blocks = regions(&s.skip_blocks)?;
     let mut rewrites = Vec::new();
     for r in &s.rewrite {
         rewrites.push(Rewrite { pattern: regex(file, id, &r.pattern)?, with: r.with.clone() });
@@ -438,6 +449,7 @@ fn compile(file: &str, s: RuleSpec) -> Result<Rule, RuleError> {
         family: s.family,
         matchers,
         sections,
+        skip_blocks,
         rewrites,
         counters,
         head: s.head,

@@ -211,6 +211,12 @@ impl Wrapped {
             assert!(output.contains(count), "`{command}`: the count {count:?} is missing\n{output}\n{trace}");
         }
         let ratio = output.len() as f64 / raw as f64;
+        // `--nocapture` prints the README's table.
+        println!(
+            "| `{command}` | {raw} | {} | {ratio:.3} | {} |",
+            output.len(),
+            trace["matchedVia"].as_str().unwrap_or("")
+        );
         assert!(ratio <= share, "`{command}`: {} of {raw} bytes ({ratio:.3}) is above {share}\n{trace}", output.len());
         self
     }

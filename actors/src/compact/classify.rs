@@ -59,6 +59,10 @@ const QUIET: &[&str] = &[
 const PASS_THROUGH: &[&str] =
     &["tail", "head", "tee", "cat", "less", "more", "grep", "egrep", "fgrep", "rg", "sort", "uniq", "sed", "ts", "col"];
 
+/// Commands that print files: their output is a file's content, not a log (see
+/// [`reads_files`]).
+const FILE_READERS: &[&str] = &["cat", "head", "tail", "sed", "nl", "less", "more", "bat", "batcat", "jq", "yq"];
+
 /// Global flags that take a value before a subcommand (`git -C dir status`).
 const VALUE_FLAGS: &[&str] = &["-C", "-c", "--git-dir", "--work-tree"];
 
@@ -143,6 +147,13 @@ fn producers(cmds: &[Simple], first: usize) -> Vec<Vec<String>> {
         }
     }
     out
+}
+
+/// Whether every producer prints files (`cat src/main.rs`, `sed -n 1,80p a.py`, `head -50 x`):
+/// what they print is what was asked for, unless its content names a rule.
+pub fn reads_files(producers: &[Vec<String>]) -> bool {
+    !producers.is_empty()
+        && producers.iter().all(|p| p.len() > 1 && p.first().is_some_and(|w| FILE_READERS.contains(&basename(w))))
 }
 
 fn is_quiet(words: &[String]) -> bool {

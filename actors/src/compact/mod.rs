@@ -166,7 +166,7 @@ pub fn compact(req: &Request<'_>) -> Compacted {
             out
         }
     };
-    let mut trace = trace(n, route.argv, RAW_REDUCER, "raw", MatchedVia::Raw, req.output, &text, None);
+    let mut trace = trace(n, route.argv, req.output, &text);
     describe(&mut trace, &route.parts);
     Compacted { text, trace }
 }
@@ -222,30 +222,22 @@ pub fn raw(req: &Request<'_>) -> Compacted {
 
 fn raw_with(req: &Request<'_>, n: Normalized, fallback: Option<String>) -> Compacted {
     let argv = n.argv.clone();
-    let trace = trace(n, argv, RAW_REDUCER, "raw", MatchedVia::Raw, req.output, req.output, fallback);
+    let mut trace = trace(n, argv, req.output, req.output);
+    trace.fallback = fallback;
     Compacted { text: req.output.to_owned(), trace }
 }
 
-#[allow(clippy::too_many_arguments)]
-fn trace(
-    n: Normalized,
-    argv: Vec<String>,
-    reducer: &str,
-    family: &str,
-    via: MatchedVia,
-    raw: &str,
-    reduced: &str,
-    fallback: Option<String>,
-) -> Trace {
+/// The trace of `raw` reduced to `reduced`, as if by `--raw` (the caller says otherwise).
+fn trace(n: Normalized, argv: Vec<String>, raw: &str, reduced: &str) -> Trace {
     let raw_chars = raw.chars().count();
     let reduced_chars = reduced.chars().count();
     let ratio = if raw_chars == 0 { 1.0 } else { reduced_chars as f64 / raw_chars as f64 };
     Trace {
         normalized_command: n.command,
         normalized_argv: argv,
-        matched_reducer: reducer.to_owned(),
-        family: family.to_owned(),
-        matched_via: via,
+        matched_reducer: RAW_REDUCER.to_owned(),
+        family: RAW_REDUCER.to_owned(),
+        matched_via: MatchedVia::Raw,
         evidence: None,
         compound: n.compound,
         producers: n.producers.iter().map(|p| classify::join_words(p)).collect(),
@@ -253,7 +245,7 @@ fn trace(
         raw_chars,
         reduced_chars,
         ratio,
-        fallback,
+        fallback: None,
     }
 }
 

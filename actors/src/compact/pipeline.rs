@@ -37,6 +37,14 @@ struct Kept {
 /// Precedence per line: the rule's `keep` beats its `skip`, which beats the common failure
 /// patterns (so a passing test named `parses_error` is still dropped).
 pub fn run(rule: &Rule, common_failure: &RegexSet, output: &str, exit_code: Option<i32>, show_exit: bool) -> String {
+    if rule.verbatim {
+        let mut out = header(rule, &[], exit_code.filter(|_| show_exit));
+        if !output.is_empty() {
+            line_break(&mut out);
+            out.push_str(output.strip_suffix('\n').unwrap_or(output));
+        }
+        return out;
+    }
     let mut counts = vec![Count::default(); rule.counters.len()];
     let mut kept: Vec<Kept> = Vec::new();
     let mut in_section: Option<usize> = None;
@@ -168,7 +176,7 @@ fn push(kept: &mut Vec<Kept>, rule: &Rule, text: String, must: bool) {
         }
     }
     let last_of = rule.last_of.matches(&text).iter().next();
-    let shape = rule.similar_min_run.map(|_| shape(&text));
+    let shape = rule.similar_min_run.and_then(|_| shape(&text));
     if let (Some(p), Some(prev)) = (last_of, kept.last_mut()) {
         if prev.last_of == Some(p) && !prev.must {
             *prev = Kept { text, must, count: 1, last_of, shape, similar: false };
@@ -178,14 +186,14 @@ fn push(kept: &mut Vec<Kept>, rule: &Rule, text: String, must: bool) {
     kept.push(Kept { text, must, count: 1, last_of, shape, similar: false });
 }
 
-/// Runs of at least `min_run` lines of one shape (none of them a failure line, none blank, not
-/// the first line, which stays as it is) become their last line — the state they ended in —
-/// standing for all of them.
+/// Runs of at least `min_run` lines of one shape (none of them a failure line, none without a
+/// shape — blank, or data — not the first line, which stays as it is) become their last line —
+/// the state they ended in — standing for all of them.
 fn collapse_similar(kept: Vec<Kept>, min_run: usize) -> Vec<Kept> {
     let mut out: Vec<Kept> = Vec::with_capacity(kept.len());
     let mut run_start = 0;
     for k in kept {
-        let joins = |prev: &Kept| !k.must && !prev.must && !k.text.is_empty() && prev.shape == k.shape && run_start > 0;
+        let joins = |prev: &Kept| !k.must && !prev.must && k.shape.is_some() && prev.shape == k.shape && run_start > 0;
         if !out.last().is_some_and(joins) {
             close_run(&mut out, run_start, min_run);
             run_start = out.len();
@@ -434,7 +442,7 @@ mod tests {
             must,
             count: 1,
             last_of: None,
-            shape: Some(shape(text)),
+            shape: shape(text),
             similar: false,
         };
         let kept = vec![

@@ -5,14 +5,15 @@
 //!   the whole output (`matchedVia: command`);
 //! - one producer, or none, and no rule named (`cat log`, `./run-tests.sh`, `make`): the content
 //!   decides — split where another tool's output begins, else the signatures among the first and
-//!   last lines, else the generic fallback (`content` / `fallback`);
+//!   last lines, else the generic fallback (`content` / `fallback`) — or, for a file read
+//!   (`cat src/main.rs`), the file as it is;
 //! - several producers naming different rules (`npm ci && cargo test`, `cat a.log; ./b.sh`): the
 //!   output is split where each tool's output begins, a part taking the named rule of its tool
 //!   when there is one; lines before the first recognised start belong to the first producer
 //!   when it names a rule that no part has; nothing recognised — the generic compound rule,
-//!   which cuts nothing, so a later command's output is never lost.
+//!   which cuts nothing, so a later command's output is never lost (files read: as they are).
 
-use super::classify::{pick, Normalized};
+use super::classify::{pick, reads_files, Normalized};
 use super::content::{self, Region};
 use super::rules::{Rule, RuleSet};
 use super::MatchedVia;
@@ -45,12 +46,14 @@ pub fn route<'a>(set: &'a RuleSet, n: &Normalized, output: &str) -> Route<'a> {
         [Some((_, argv))] => argv.clone(),
         _ => n.argv.clone(),
     };
+    // What nothing recognises: a file read stays as it is, anything else gets a generic rule.
+    let files = reads_files(&n.producers).then(|| &set.rules[set.file]);
     let parts = match named.as_slice() {
-        [] | [None] => by_content(set, output),
+        [] | [None] => by_content(set, output, files.unwrap_or(&set.rules[set.fallback])),
         [Some((first, _)), rest @ ..] if rest.iter().all(|r| r.as_ref().is_some_and(|(i, _)| i == first)) => {
             vec![whole(&set.rules[*first], MatchedVia::Command, None)]
         }
-        _ => split(set, &named, output),
+        _ => split(set, &named, output, files.unwrap_or(&set.rules[set.compound])),
     };
     Route { parts, argv }
 }
@@ -59,13 +62,13 @@ fn whole(rule: &Rule, via: MatchedVia, evidence: Option<String>) -> Part<'_> {
     Part { start: 0, line: 0, rule, via, evidence }
 }
 
-/// The command says nothing: the output's start lines, else its signatures, else the fallback.
-fn by_content<'a>(set: &'a RuleSet, output: &str) -> Vec<Part<'a>> {
+/// The command says nothing: the output's start lines, else its signatures, else `fallback`.
+fn by_content<'a>(set: &'a RuleSet, output: &str, fallback: &'a Rule) -> Vec<Part<'a>> {
     let regions = content::regions(set, output);
     if regions.is_empty() {
         return match content::recognise(set, output) {
             Some((rule, evidence)) => vec![whole(&set.rules[rule], MatchedVia::Content, Some(evidence))],
-            None => vec![whole(&set.rules[set.fallback], MatchedVia::Fallback, None)],
+            None => vec![whole(fallback, MatchedVia::Fallback, None)],
         };
     }
     let mut parts = Vec::new();
@@ -75,11 +78,16 @@ fn by_content<'a>(set: &'a RuleSet, output: &str) -> Vec<Part<'a>> {
     parts
 }
 
-/// Several producers naming different rules (or some none).
-fn split<'a>(set: &'a RuleSet, named: &[Option<(usize, Vec<String>)>], output: &str) -> Vec<Part<'a>> {
+/// Several producers naming different rules (or some none); `fallback` when no part is seen.
+fn split<'a>(
+    set: &'a RuleSet,
+    named: &[Option<(usize, Vec<String>)>],
+    output: &str,
+    fallback: &'a Rule,
+) -> Vec<Part<'a>> {
     let regions = content::regions(set, output);
     let Some(first) = regions.first() else {
-        return vec![whole(&set.rules[set.compound], MatchedVia::Fallback, None)];
+        return vec![whole(fallback, MatchedVia::Fallback, None)];
     };
     let related = |a: usize, b: usize| a == b || set.rules[a].absorbs.contains(&b) || set.rules[b].absorbs.contains(&a);
     let mut parts = Vec::new();

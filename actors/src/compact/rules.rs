@@ -30,6 +30,8 @@ const RULE_FILES: &[(&str, &str)] = &[
 pub const FALLBACK_ID: &str = "generic/fallback";
 /// The rule the output of several producers gets when it cannot be split between them.
 pub const COMPOUND_ID: &str = "generic/compound";
+/// The rule a file read (`cat`, `head`, `sed -n`, …) gets when its content names no other.
+pub const FILE_ID: &str = "generic/file";
 
 /// A rule file or rule that cannot be used.
 #[derive(Debug, thiserror::Error)]
@@ -122,6 +124,9 @@ struct RuleSpec {
     absorbs: Vec<String>,
     /// Runs of lines of the same shape collapse into one line with a count.
     similar: Option<SimilarSpec>,
+    /// The output is kept as it is (only `exit N` goes on top).
+    #[serde(default)]
+    verbatim: bool,
 }
 
 #[derive(Debug, Deserialize)]
@@ -246,6 +251,7 @@ pub struct Rule {
     pub absorbs: Vec<usize>,
     /// The shortest run of same-shape lines collapsed, when this rule collapses them.
     pub similar_min_run: Option<usize>,
+    pub verbatim: bool,
 }
 
 /// An inline case, for the test that runs them all (and `toolstream`'s own checks).
@@ -272,9 +278,10 @@ pub struct RuleSet {
     /// Every rule's `signatures`, and for each pattern the index of its rule.
     pub signatures: RegexSet,
     pub signature_rules: Vec<usize>,
-    /// The indices of [`FALLBACK_ID`] and [`COMPOUND_ID`] (both checked to exist at load).
+    /// The indices of [`FALLBACK_ID`], [`COMPOUND_ID`] and [`FILE_ID`] (checked to exist at load).
     pub fallback: usize,
     pub compound: usize,
+    pub file: usize,
     pub cases: Vec<Case>,
 }
 
@@ -320,7 +327,7 @@ impl RuleSet {
         }
         let position =
             |id: &str| rules.iter().position(|r| r.id == id).ok_or_else(|| RuleError::Set(format!("no rule `{id}`")));
-        let (fallback, compound) = (position(FALLBACK_ID)?, position(COMPOUND_ID)?);
+        let (fallback, compound, file) = (position(FALLBACK_ID)?, position(COMPOUND_ID)?, position(FILE_ID)?);
         if let Some(case) = cases.iter().find(|c| !ids.contains(&c.rule)) {
             return Err(RuleError::Set(format!("{}: case `{}` names no rule `{}`", case.file, case.name, case.rule)));
         }
@@ -343,6 +350,7 @@ impl RuleSet {
             signature_rules: content.signature_rules,
             fallback,
             compound,
+            file,
             cases,
         })
     }
@@ -461,6 +469,7 @@ fn compile(file: &str, s: RuleSpec) -> Result<Rule, RuleError> {
         reducer,
         absorbs: Vec::new(),
         similar_min_run: s.similar.map(|sim| sim.min_run),
+        verbatim: s.verbatim,
     })
 }
 
@@ -477,6 +486,9 @@ family = "generic"
 [[rule]]
 id = "generic/compound"
 family = "generic"
+[[rule]]
+id = "generic/file"
+family = "generic"
 "#;
 
     #[test]
@@ -488,7 +500,7 @@ family = "generic"
 
     #[test]
     fn a_minimal_set_loads() {
-        assert_eq!(RuleSet::load(&[("a.toml", MIN)]).unwrap().rules.len(), 2);
+        assert_eq!(RuleSet::load(&[("a.toml", MIN)]).unwrap().rules.len(), 3);
     }
 
     fn load_err(extra: &str) -> String {

@@ -216,9 +216,18 @@ fn output_whose_command_says_nothing_is_recognised_by_content() {
     assert_eq!(out.trace.matched_reducer, "tests/pytest");
     assert_eq!(out.trace.matched_via, MatchedVia::Content);
     assert!(out.trace.evidence.as_deref().is_some_and(|e| e.starts_with("FAILED tests/test_a.py::test_c")));
-    // Nothing recognisable: the generic reducer.
-    let out = run("cat notes.txt", "some notes\nmore notes\n", 0);
+    // Nothing recognisable: the generic reducer — or, for a file read, the file as it is.
+    let notes = "step 1 done\nstep 2 done\nstep 3 done\nstep 4 done\n";
+    let out = run("./notes-tool", notes, 0);
     assert_eq!((out.trace.matched_reducer.as_str(), out.trace.matched_via), (rules::FALLBACK_ID, MatchedVia::Fallback));
+    assert_eq!(out.text, "step 1 done\nstep 4 done (×3 similar)");
+    for reads in
+        ["cat notes.txt", "sed -n 1,4p notes.txt", "cd docs && head -n 4 notes.txt | cat", "cat a.txt; cat b.txt"]
+    {
+        let out = run(reads, notes, 0);
+        assert_eq!((out.trace.matched_reducer.as_str(), out.trace.matched_via), (rules::FILE_ID, MatchedVia::Fallback));
+        assert_eq!(out.text, notes.trim_end(), "{reads}");
+    }
 }
 
 #[test]

@@ -10,7 +10,8 @@
 //!    the log) and `toolstream wrap -- sh -c 'cat test.log'`; and, when TOOLSTREAM_BENCH_TOKENJUICE
 //!    names tokenjuice's `dist/cli/main.js` (run with TOOLSTREAM_BENCH_NODE, default `node`),
 //!    tokenjuice 0.8.5's `wrap -- cargo test` and `reduce-json` on the same log, once each,
-//!    stopped after TOOLSTREAM_BENCH_TOKENJUICE_TIMEOUT seconds (default 300).
+//!    stopped after TOOLSTREAM_BENCH_TOKENJUICE_TIMEOUT seconds (default 300). A 50 MB row,
+//!    toolstream alone, shows the time growing in step with the size.
 //!
 //! `scripts/bench-compact` installs tokenjuice and Node project-locally and runs this. Build the
 //! release binary first: `cargo build --release`.
@@ -29,6 +30,9 @@ use toolstream_testkit::synthetic::cargo_test_log;
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 const SIZES: &[(&str, usize)] = &[("50KB", 50 << 10), ("500KB", 500 << 10), ("5MB", 5 << 20)];
+/// The end-to-end table adds a log ten times the largest above, for toolstream alone: its time
+/// beside the 5 MB row shows whether compaction stays linear.
+const LARGE: (&str, usize) = ("50MB", 50 << 20);
 /// Runs of each toolstream command per size in the side-by-side table (the median is shown).
 const CLI_RUNS: usize = 5;
 
@@ -170,7 +174,7 @@ fn side_by_side() {
     let bin = fake_cargo(&dir);
     let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default());
     let mut rows = Vec::new();
-    for &(name, size) in SIZES {
+    for &(name, size) in SIZES.iter().chain([&LARGE]) {
         let (log, _) = cargo_test_log(size, 47);
         let file = dir.join(format!("{name}.log"));
         std::fs::write(&file, &log).unwrap();
@@ -187,7 +191,11 @@ fn side_by_side() {
             cell(bytes, Some(wrap), limit),
             cell(bytes, Some(wrap_cat), limit)
         );
-        if let Some(main) = &tokenjuice {
+        if size == LARGE.1 {
+            if tokenjuice.is_some() {
+                row.push_str(" not run | not run |");
+            }
+        } else if let Some(main) = &tokenjuice {
             let json = dir.join(format!("{name}.json"));
             let input = serde_json::json!({
                 "toolName": "exec", "command": "cargo test", "argv": ["cargo", "test"], "combinedText": log, "exitCode": 101

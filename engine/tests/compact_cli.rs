@@ -296,6 +296,23 @@ fn a_real_pytest_run_under_the_commands_agents_use() {
     ] {
         lab.wrap(&command).keeps(exit, &names, &counts, raw.len(), 0.35).reduced_by("tests/pytest", via);
     }
+
+    // The compound: a saved cargo log, then the script that runs pytest. Both runs are
+    // reduced by their own rule, and the later one is not lost.
+    let (cargo, cargo_names) = cargo_workspace_log(4023, 23);
+    lab.tool("cargo", &cargo, 101);
+    let w = lab.wrap("cat cargo.log; ./run-tests.sh");
+    let both: Vec<String> = cargo_names.iter().chain(&names).cloned().collect();
+    w.keeps(1, &both, &["23 failed tests", "9 failed tests"], cargo.len() + raw.len(), 1.0);
+    assert!(w.output.len() as f64 <= 0.10 * cargo.len() as f64 + 0.35 * raw.len() as f64, "{} bytes", w.output.len());
+    assert_eq!(w.trace["matchedVia"], "split", "{}", w.trace);
+    let parts: Vec<(&str, &str)> = w.trace["parts"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|p| (p["matchedReducer"].as_str().unwrap_or(""), p["matchedVia"].as_str().unwrap_or("")))
+        .collect();
+    assert_eq!(parts, [("tests/cargo", "content"), ("tests/pytest", "content")], "{}", w.trace);
 }
 
 #[test]

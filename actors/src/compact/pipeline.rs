@@ -41,7 +41,13 @@ pub fn run(rule: &Rule, common_failure: &RegexSet, output: &str, exit_code: Opti
         let mut out = header(rule, &[], exit_code.filter(|_| show_exit));
         if !output.is_empty() {
             line_break(&mut out);
-            out.push_str(output.strip_suffix('\n').unwrap_or(output));
+            // As it is, but no line beyond the longest line kept (a minified file, a blob).
+            for (i, line) in output.strip_suffix('\n').unwrap_or(output).split('\n').enumerate() {
+                if i > 0 {
+                    out.push('\n');
+                }
+                out.push_str(&truncate_chars(line, LINE_MAX_CHARS));
+            }
         }
         return out;
     }

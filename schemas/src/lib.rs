@@ -6,6 +6,7 @@ pub mod cursor_bubble;
 pub mod cursor_cli;
 pub mod cursor_exec;
 pub mod cursor_sdk;
+pub mod display;
 pub mod event;
 pub mod ids;
 pub mod iso_time;

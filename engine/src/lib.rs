@@ -20,3 +20,4 @@ pub mod sequencer;
 pub mod shard;
 pub mod sinks;
 pub mod source;
+pub mod stderr;

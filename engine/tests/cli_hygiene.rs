@@ -53,6 +53,218 @@ fn hostile_run() -> Vec<u8> {
     out
 }
 
+/// What a hostile stream puts in every text it carries: bidi overrides and isolates ("Trojan
+/// Source"), an OSC title, a CSI clear screen, a C1 CSI, NEL, U+2028, BEL and CR.
+const HOSTILE: &str = "\u{202E}\u{2066}\x1b]0;PWNED\x07\x1b[2J\u{9b}31m\u{85}\u{2028}\x07\r|\u{2069}\u{202C}";
+
+/// The text a place carries: its tag, then [`HOSTILE`] between `<` and `>`.
+fn tagged(tag: &str) -> String {
+    format!("{tag}<{HOSTILE}>")
+}
+
+/// The places a Cursor CLI stream carries text, each tagged (see [`tagged`]).
+const PLACES: [&str; 19] = [
+    "model",
+    "prompt",
+    "thinking",
+    "assistant",
+    "shellcmd",
+    "stdout",
+    "stderr",
+    "readpath",
+    "readcontent",
+    "mcptool",
+    "mcpresult",
+    "toolerror",
+    "greppattern",
+    "grepline",
+    "globfile",
+    "diffline",
+    "unknownarg",
+    "finaltext",
+    "runerror",
+];
+
+/// Three Cursor CLI runs that carry [`HOSTILE`] in every place of [`PLACES`]: the first in all but
+/// the last two, the second only a final text (shown when no text streamed), the third a failed
+/// result.
+fn every_place_run() -> Vec<u8> {
+    let sessions = ["0c7e5a31-9d2b-4f60-8a1e-5b3c7d9f2e42", "0c7e5a31-9d2b-4f60-8a1e-5b3c7d9f2e43"];
+    let mut lines = vec![
+        json!({"type": "system", "subtype": "init", "apiKeySource": "login", "cwd": "/home/dev/x",
+               "session_id": SESSION, "model": tagged("model"), "permissionMode": "default"}),
+        json!({"type": "user", "message": {"role": "user", "content": [{"type": "text", "text": tagged("prompt")}]},
+               "session_id": SESSION}),
+        json!({"type": "thinking", "subtype": "delta", "text": tagged("thinking"), "session_id": SESSION,
+               "timestamp_ms": 1_794_300_000_040_u64}),
+        json!({"type": "thinking", "subtype": "completed", "session_id": SESSION, "timestamp_ms": 1_794_300_000_050_u64}),
+        json!({"type": "assistant", "message": {"role": "assistant", "content": [{"type": "text",
+               "text": tagged("assistant")}]}, "session_id": SESSION, "timestamp_ms": 1_794_300_000_060_u64}),
+    ];
+    let shell = json!({"command": tagged("shellcmd"), "workingDirectory": "", "timeout": 1000});
+    let grep = json!({"pattern": tagged("greppattern"), "path": "/home/dev/x"});
+    let glob = json!({"targetDirectory": "/home/dev/x", "globPattern": "*"});
+    let read = json!({"path": format!("/home/dev/x/{}", tagged("readpath"))});
+    let edit = json!({"path": "/home/dev/x/e.txt", "streamContent": "x\n"});
+    let mcp = json!({"name": "local-echo", "args": {"text": "hi"}, "providerIdentifier": "local",
+                     "toolName": tagged("mcptool"), "serverIdentifier": "local"});
+    let calls = [
+        (
+            "shellToolCall",
+            shell.clone(),
+            json!({"success": {"command": "c", "workingDirectory": "", "exitCode": 0,
+            "signal": "", "stdout": format!("{}\nmore", tagged("stdout")), "stderr": tagged("stderr"),
+            "executionTime": 10, "interleavedOutput": ""}}),
+        ),
+        (
+            "readToolCall",
+            read,
+            json!({"success": {"content": format!("{}\nb\n", tagged("readcontent")),
+            "isEmpty": false, "exceededLimit": false, "totalLines": 2, "fileSize": 3, "path": "/home/dev/x/r",
+            "readRange": {"startLine": 1, "endLine": 2}}}),
+        ),
+        (
+            "mcpToolCall",
+            mcp,
+            json!({"success": {"content": [{"text": {"text": tagged("mcpresult")}}], "isError": false}}),
+        ),
+        (
+            "readToolCall",
+            json!({"path": "/home/dev/x/missing"}),
+            json!({"error": {"errorMessage": tagged("toolerror")}}),
+        ),
+        (
+            "grepToolCall",
+            grep,
+            json!({"success": {"pattern": "p", "path": "/home/dev/x", "outputMode": "content",
+            "workspaceResults": {"/home/dev/x": {"content": {"matches": [{"file": "f.txt", "matches": [
+                {"lineNumber": 1, "content": tagged("grepline"), "contentTruncated": false, "isContextLine": false}]}],
+            "totalLines": 1, "totalMatchedLines": 1}}}}}),
+        ),
+        (
+            "globToolCall",
+            glob,
+            json!({"success": {"pattern": "*", "path": "/home/dev/x", "files": [tagged("globfile")],
+            "totalFiles": 1}}),
+        ),
+        (
+            "editToolCall",
+            edit,
+            json!({"success": {"path": "/home/dev/x/e.txt", "linesAdded": 1, "linesRemoved": 0,
+            "diffString": format!("--- /dev/null\n+++ b/e.txt\n@@ -1,0 +1 @@\n+{}", tagged("diffline")),
+            "message": "wrote"}}),
+        ),
+        ("fooBarToolCall", json!({"what": tagged("unknownarg")}), json!({"success": {"out": "done"}})),
+    ];
+    for (n, (tool, args, result)) in calls.into_iter().enumerate() {
+        let call = format!("call-place-{n}\nfc_place_{n}");
+        // Two seconds apart: the shell call gets its lifecycle line first.
+        let at = 1_794_300_001_000_u64 + 3_000 * n as u64;
+        lines.push(json!({"type": "tool_call", "subtype": "started", "call_id": call,
+            "tool_call": {tool: {"args": args}, "toolCallId": call}, "session_id": SESSION, "timestamp_ms": at}));
+        lines.push(json!({"type": "tool_call", "subtype": "completed", "call_id": call,
+            "tool_call": {tool: {"args": args, "result": result}, "toolCallId": call}, "session_id": SESSION,
+            "timestamp_ms": at + 2_000}));
+    }
+    lines.push(json!({"type": "result", "subtype": "success", "duration_ms": 300, "is_error": false,
+        "result": "done", "session_id": SESSION, "request_id": "places"}));
+    for (session, (subtype, is_error, tag)) in
+        sessions.iter().zip([("success", false, "finaltext"), ("error", true, "runerror")])
+    {
+        lines.push(json!({"type": "system", "subtype": "init", "apiKeySource": "login", "cwd": "/home/dev/x",
+            "session_id": session, "model": "m", "permissionMode": "default"}));
+        lines.push(json!({"type": "user", "message": {"role": "user", "content": [{"type": "text", "text": "go"}]},
+            "session_id": session}));
+        lines.push(json!({"type": "result", "subtype": subtype, "duration_ms": 300, "is_error": is_error,
+            "result": tagged(tag), "session_id": session, "request_id": "places"}));
+    }
+    let mut out = Vec::new();
+    for l in lines {
+        out.extend_from_slice(l.to_string().as_bytes());
+        out.push(b'\n');
+    }
+    out
+}
+
+/// What a terminal must never get from the stream: controls but `\n` (C0, DEL, C1), U+2028/2029,
+/// bidi controls, and what is left of an escape sequence whose ESC was taken out.
+fn unsafe_on_a_terminal(s: &str) -> Vec<String> {
+    let mut found: Vec<String> = s
+        .chars()
+        .filter(|&c| {
+            c != '\n'
+                && (c.is_control()
+                    || matches!(c, '\u{2028}' | '\u{2029}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}'))
+        })
+        .map(|c| format!("{:?}", c))
+        .collect();
+    found.extend(["]0;", "[2J", "31m"].iter().filter(|r| s.contains(*r)).map(|r| (*r).to_owned()));
+    found
+}
+
+#[test]
+fn every_place_a_stream_carries_text_reaches_the_terminal_safe() {
+    let input = every_place_run();
+    let s = toolstream_sinks::cards::Style::new(true);
+    let ours = [s.reset, s.bold, s.dim, s.red, s.green, s.yellow, s.cyan];
+    for color in ["never", "always"] {
+        for expanded in [false, true] {
+            let mut args = vec!["replay", "--color", color, "-"];
+            if expanded {
+                args.push("--expanded");
+            }
+            let run = common::toolstream(&args, Some(&input));
+            assert_eq!(run.code, 0, "{args:?}: {}", run.stderr);
+            let mut out = run.stdout.clone();
+            for code in ours {
+                out = out.replace(code, "");
+            }
+            assert_eq!(unsafe_on_a_terminal(&out), Vec::<String>::new(), "{args:?}:\n{out}");
+            if expanded {
+                for place in PLACES {
+                    assert!(out.contains(&format!("{place}<")), "{args:?}: {place} not shown in\n{out}");
+                }
+                // A lifecycle line showed the shell command.
+                assert!(out.contains("… Cursor shell: shellcmd<"), "{out}");
+            }
+        }
+    }
+}
+
+#[test]
+fn stderr_quotes_file_names_sink_specs_and_decode_errors_without_escapes() {
+    let dir = common::tempdir();
+    let evil = "x\x1b]0;evil\x07\u{202E}\x1b[2Jy.jsonl";
+    let file = dir.join(evil);
+    let name = file.to_str().unwrap();
+    let check = |what: &str, run: &common::Run, code: i32, says: &str| {
+        assert_eq!(run.code, code, "{what}: {}", run.stderr);
+        assert!(run.stderr.contains(says), "{what}: {:?}", run.stderr);
+        assert_eq!(unsafe_on_a_terminal(&run.stderr), Vec::<String>::new(), "{what}: {:?}", run.stderr);
+    };
+    // A file that is not there.
+    check("missing file", &common::toolstream(&["replay", name], None), 2, "No such file");
+    check("stats, missing file", &common::toolstream(&["stats", name], None), 2, "No such file");
+    // A file whose line does not decode: the error names the file.
+    std::fs::write(&file, "{not json\n").unwrap();
+    check("decode error", &common::toolstream(&["replay", name], None), 1, "could not be decoded");
+    let stats = common::toolstream(&["stats", name], None);
+    check("stats, decode error", &stats, 1, "");
+    assert_eq!(unsafe_on_a_terminal(&stats.stdout), Vec::<String>::new(), "{:?}", stats.stdout);
+    // The debug log quotes the file name too.
+    let logged = common::toolstream_env(&["replay", name], None, &[("TOOLSTREAM_LOG", "debug")]);
+    check("debug log", &logged, 1, "reading source");
+    // A sink whose file cannot be created: the error names the sink spec.
+    let demo = common::example("demo.jsonl");
+    let sink = format!("jsonl={}/{evil}/trace.jsonl", dir.display());
+    let run = common::toolstream(&["replay", "--sink", &sink, demo.to_str().unwrap()], None);
+    check("sink spec", &run, 2, "trace.jsonl");
+    // A sink spec the command line rejects.
+    let run = common::toolstream(&["replay", "--sink", &format!("bogus{evil}"), demo.to_str().unwrap()], None);
+    check("usage error", &run, 2, "--sink");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// Every control character a terminal could act on, other than `\n`.
 fn controls(s: &str) -> Vec<char> {
     s.chars()

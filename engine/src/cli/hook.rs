@@ -12,6 +12,7 @@ use anyhow::{bail, Context};
 use clap::{Args, Subcommand, ValueEnum};
 use serde_json::{json, Value};
 use toolstream_actors::compact::classify::{shell_quote, SHELLS};
+use toolstream_schemas::display::{display_line, DISPLAY_LINE_CHARS};
 
 use super::hooks_json;
 
@@ -272,7 +273,8 @@ pub fn run_doctor(_args: HostArgs) -> anyhow::Result<i32> {
     }
     println!("health: broken");
     for p in &problems {
-        println!("- {p}");
+        // A problem may quote the file (its JSON error): a display line (SPEC §8).
+        println!("- {}", display_line(p, DISPLAY_LINE_CHARS));
     }
     Ok(1)
 }

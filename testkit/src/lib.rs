@@ -3,6 +3,7 @@
 //! fixture is a failure (`TOOLSTREAM_REQUIRE_FIXTURES=1`); run by hand without it, the test says
 //! so on stderr and skips.
 
+pub mod fuzz;
 pub mod synthetic;
 
 use std::path::{Path, PathBuf};

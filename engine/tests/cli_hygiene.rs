@@ -186,20 +186,9 @@ fn every_place_run() -> Vec<u8> {
     out
 }
 
-/// What a terminal must never get from the stream: controls but `\n` (C0, DEL, C1), U+2028/2029,
-/// bidi controls, and what is left of an escape sequence whose ESC was taken out.
+/// Nothing a terminal acts on, and no remnant of [`HOSTILE`]'s escape sequences.
 fn unsafe_on_a_terminal(s: &str) -> Vec<String> {
-    let mut found: Vec<String> = s
-        .chars()
-        .filter(|&c| {
-            c != '\n'
-                && (c.is_control()
-                    || matches!(c, '\u{2028}' | '\u{2029}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}'))
-        })
-        .map(|c| format!("{:?}", c))
-        .collect();
-    found.extend(["]0;", "[2J", "31m"].iter().filter(|r| s.contains(*r)).map(|r| (*r).to_owned()));
-    found
+    toolstream_testkit::terminal::unsafe_on_a_terminal(s, &["]0;", "[2J", "31m"])
 }
 
 #[test]
@@ -265,15 +254,6 @@ fn stderr_quotes_file_names_sink_specs_and_decode_errors_without_escapes() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// Every control character a terminal could act on, other than `\n`.
-fn controls(s: &str) -> Vec<char> {
-    s.chars()
-        .filter(|&c| {
-            c != '\n' && (c.is_control() || c == '\u{2028}' || c == '\u{2029}') // C0, DEL, C1
-        })
-        .collect()
-}
-
 #[test]
 fn untrusted_text_reaches_the_terminal_without_controls() {
     let input = hostile_run();
@@ -290,7 +270,7 @@ fn untrusted_text_reaches_the_terminal_without_controls() {
         assert!(!out.contains('\x1b'), "{extra:?}: ESC in\n{out:?}");
         assert!(!out.contains('\r'), "{extra:?}: CR in\n{out:?}");
         assert!(!out.contains('\x07'), "{extra:?}: BEL in\n{out:?}");
-        assert_eq!(controls(out), Vec::<char>::new(), "{extra:?}: controls in\n{out:?}");
+        assert_eq!(unsafe_on_a_terminal(out), Vec::<String>::new(), "{extra:?}: controls in\n{out:?}");
         // Only the prompt's first line is shown, and the second never.
         assert!(!out.contains("second line"), "{out}");
     }
@@ -309,7 +289,7 @@ fn with_colour_only_our_own_sgr_codes_are_escapes() {
             rest = rest.replace(code, "");
         }
         assert!(!rest.contains('\x1b'), "{extra:?}: foreign ESC in\n{:?}", run.stdout);
-        assert_eq!(controls(&rest), Vec::<char>::new(), "{extra:?}: controls in\n{:?}", run.stdout);
+        assert_eq!(unsafe_on_a_terminal(&rest), Vec::<String>::new(), "{extra:?}: controls in\n{:?}", run.stdout);
     }
 }
 

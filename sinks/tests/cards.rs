@@ -109,20 +109,9 @@ fn hostile_events() -> Vec<OutputEvent> {
     ]
 }
 
-/// Control characters a terminal could act on (C0 but `\n`, DEL, C1), U+2028/2029, bidi
-/// controls, and the remnants of the escape sequences in [`EVIL`].
+/// Nothing a terminal acts on, and no remnant of [`EVIL`]'s escape sequences.
 fn controls(s: &str) -> Vec<String> {
-    let mut found: Vec<String> = s
-        .chars()
-        .filter(|&c| {
-            c != '\n'
-                && (c.is_control()
-                    || matches!(c, '\u{2028}' | '\u{2029}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}'))
-        })
-        .map(String::from)
-        .collect();
-    found.extend(["]0;", "[2J", "31m", "Pdcs"].iter().filter(|r| s.contains(*r)).map(|r| (*r).to_owned()));
-    found
+    toolstream_testkit::terminal::unsafe_on_a_terminal(s, &["]0;", "[2J", "31m", "Pdcs"])
 }
 
 #[test]

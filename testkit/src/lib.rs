@@ -5,6 +5,7 @@
 
 pub mod fuzz;
 pub mod synthetic;
+pub mod terminal;
 
 use std::path::{Path, PathBuf};
 

@@ -198,7 +198,7 @@ pub fn display_body_chars(s: &str) -> impl Iterator<Item = char> + '_ {
             Piece::Tab => (' ', TAB_WIDTH),
             Piece::Newline => ('\n', 1),
         };
-        std::iter::repeat(c).take(n)
+        std::iter::repeat_n(c, n)
     })
 }
 

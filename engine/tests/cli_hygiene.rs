@@ -53,9 +53,12 @@ fn hostile_run() -> Vec<u8> {
     out
 }
 
-/// What a hostile stream puts in every text it carries: bidi overrides and isolates ("Trojan
-/// Source"), an OSC title, a CSI clear screen, a C1 CSI, NEL, U+2028, BEL and CR.
-const HOSTILE: &str = "\u{202E}\u{2066}\x1b]0;PWNED\x07\x1b[2J\u{9b}31m\u{85}\u{2028}\x07\r|\u{2069}\u{202C}";
+/// What a hostile stream puts in every text it carries: every bidi embedding, override and
+/// isolate ("Trojan Source", U+202A–U+202E, U+2066–U+2069), an OSC title (BEL-terminated), an OSC 8
+/// link (ST-terminated), a CSI clear screen, a C1 CSI, C1 NEL, U+2028, C0 controls (SOH, BS, BEL,
+/// CR) and DEL.
+const HOSTILE: &str = "\u{202A}\u{202B}\u{202C}\u{202D}\u{202E}\u{2066}\u{2067}\u{2068}\u{2069}\x1b]0;PWNED\x07\
+    \x1b]8;;http://evil.example/\x1b\\\x1b[2J\u{9b}31m\u{85}\u{2028}\x01\x08\x07\r\x7f|";
 
 /// The text a place carries: its tag, then [`HOSTILE`] between `<` and `>`.
 fn tagged(tag: &str) -> String {
@@ -87,7 +90,7 @@ const PLACES: [&str; 19] = [
 
 /// Three Cursor CLI runs that carry [`HOSTILE`] in every place of [`PLACES`]: the first in all but
 /// the last two, the second only a final text (shown when no text streamed), the third a failed
-/// result.
+/// result; then a line that does not decode, whose error on stderr quotes [`HOSTILE`].
 fn every_place_run() -> Vec<u8> {
     let sessions = ["0c7e5a31-9d2b-4f60-8a1e-5b3c7d9f2e42", "0c7e5a31-9d2b-4f60-8a1e-5b3c7d9f2e43"];
     let mut lines = vec![
@@ -178,6 +181,7 @@ fn every_place_run() -> Vec<u8> {
         lines.push(json!({"type": "result", "subtype": subtype, "duration_ms": 300, "is_error": is_error,
             "result": tagged(tag), "session_id": session, "request_id": "places"}));
     }
+    lines.push(json!({"type": "assistant", "message": tagged("decodeerror"), "session_id": SESSION}));
     let mut out = Vec::new();
     for l in lines {
         out.extend_from_slice(l.to_string().as_bytes());
@@ -188,22 +192,42 @@ fn every_place_run() -> Vec<u8> {
 
 /// Nothing a terminal acts on, and no remnant of [`HOSTILE`]'s escape sequences.
 fn unsafe_on_a_terminal(s: &str) -> Vec<String> {
-    toolstream_testkit::terminal::unsafe_on_a_terminal(s, &["]0;", "[2J", "31m"])
+    toolstream_testkit::terminal::unsafe_on_a_terminal(s, &["]0;", "]8;", "[2J", "31m"])
+}
+
+/// Nothing a terminal acts on (text may quote an escape sequence escaped, as `\u{1b}[2J`).
+fn terminal_controls(s: &str) -> Vec<String> {
+    toolstream_testkit::terminal::unsafe_on_a_terminal(s, &[])
 }
 
 #[test]
 fn every_place_a_stream_carries_text_reaches_the_terminal_safe() {
-    let input = every_place_run();
+    // Read from a file whose name is hostile too (a name holds no `/`): stderr names it with the
+    // decode error.
+    let dir = common::tempdir();
+    let file = dir.join(tagged("filename").replace('/', "_"));
+    std::fs::write(&file, every_place_run()).unwrap();
+    let name = file.to_str().unwrap();
     let s = toolstream_sinks::cards::Style::new(true);
     let ours = [s.reset, s.bold, s.dim, s.red, s.green, s.yellow, s.cyan];
     for color in ["never", "always"] {
         for expanded in [false, true] {
-            let mut args = vec!["replay", "--color", color, "-"];
+            let mut args = vec!["replay", "--color", color, name];
             if expanded {
                 args.push("--expanded");
             }
-            let run = common::toolstream(&args, Some(&input));
-            assert_eq!(run.code, 0, "{args:?}: {}", run.stderr);
+            let run = common::toolstream(&args, None);
+            assert_eq!(run.code, 1, "{args:?}: {}", run.stderr);
+            let err = &run.stderr;
+            assert_eq!(terminal_controls(err), Vec::<String>::new(), "{args:?}: {err:?}");
+            assert!(err.contains("could not be decoded"), "{args:?}: {err:?}");
+            // The file name is shown with its escape sequences removed whole ...
+            let shown_name = err.split("filename<").nth(1).and_then(|rest| rest.split(">:").next());
+            let shown_name = shown_name.unwrap_or_else(|| panic!("{args:?}: file name not on stderr: {err:?}"));
+            assert_eq!(unsafe_on_a_terminal(shown_name), Vec::<String>::new(), "{args:?}: {err:?}");
+            // ... and the decode error quotes the line's text escaped (`\u{1b}`, `\u{202e}`).
+            assert!(err.contains(r"decodeerror<\u{202a}"), "{args:?}: {err:?}");
+            assert!(err.contains(r"\u{1b}]0;PWNED"), "{args:?}: {err:?}");
             let mut out = run.stdout.clone();
             for code in ours {
                 out = out.replace(code, "");
@@ -218,6 +242,7 @@ fn every_place_a_stream_carries_text_reaches_the_terminal_safe() {
             }
         }
     }
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]

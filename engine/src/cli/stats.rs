@@ -59,7 +59,7 @@ pub fn run(args: StatsArgs) -> anyhow::Result<i32> {
 }
 
 /// The counts as a table. Tool names and decode errors quote the input: each is shown as a
-/// display line (SPEC §8).
+/// display line (SPEC §8), a decode error as long as on stderr.
 fn table(s: &Stats, files: &[PathBuf]) -> String {
     let mut out = String::new();
     let mut row = |k: &str, v: String| out.push_str(&format!("{k:<16} {}\n", display_line(&v, DISPLAY_LINE_CHARS)));
@@ -84,7 +84,7 @@ fn table(s: &Stats, files: &[PathBuf]) -> String {
     }
     row("decode errors", s.decode_errors.to_string());
     for e in &s.decode_error_samples {
-        out.push_str(&format!("  {}\n", display_line(e, DISPLAY_LINE_CHARS)));
+        out.push_str(&format!("  {}\n", display_line(e, crate::stderr::MESSAGE_CHARS)));
     }
     out
 }

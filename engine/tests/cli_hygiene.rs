@@ -279,6 +279,48 @@ fn stderr_quotes_file_names_sink_specs_and_decode_errors_without_escapes() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// `serve openai` names the file it keeps its key in on stderr: a path from `XDG_CONFIG_HOME`
+/// with escape sequences in it is shown without them, and the key is still printed once.
+#[test]
+fn serve_names_its_key_file_without_escapes() {
+    use std::io::BufRead;
+    let dir = common::tempdir();
+    let xdg = dir.join("x\x1b]0;evil\x07\u{202E}\x1b[2Jy");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_toolstream"))
+        .args(["serve", "openai", "--addr", "127.0.0.1:0", "--replay"])
+        .arg(common::example("exec-demo.jsonl"))
+        .env("XDG_CONFIG_HOME", &xdg)
+        .env("TOOLSTREAM_OPENAI_API_KEY", "")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pipe = child.stderr.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(pipe).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    let mut stderr = Vec::new();
+    while let Ok(line) = rx.recv_timeout(Duration::from_secs(60)) {
+        let serving = line.contains("serving OpenAI chat completions");
+        stderr.push(line);
+        if serving {
+            break;
+        }
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    let stderr = stderr.join("\n");
+    let key = std::fs::read_to_string(xdg.join("toolstream/openai-api-key")).unwrap();
+    assert_eq!(stderr.matches(key.trim()).count(), 1, "{stderr:?}");
+    assert!(stderr.contains("serving OpenAI"), "{stderr:?}");
+    assert_eq!(unsafe_on_a_terminal(&stderr), Vec::<String>::new(), "{stderr:?}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[test]
 fn untrusted_text_reaches_the_terminal_without_controls() {
     let input = hostile_run();

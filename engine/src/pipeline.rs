@@ -7,7 +7,7 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crossbeam_channel::{bounded, Sender};
 use serde::Serialize;
@@ -52,8 +52,9 @@ pub struct PipelineOptions {
     pub realtime: bool,
     /// Settings of every shard's stages.
     pub shard: ShardConfig,
-    /// Once the pipeline is shutting down (Ctrl-C, or its end for `drop_newest` sinks), how long a
-    /// sink may hold up the others before it is given up on.
+    /// How long the end of the pipeline (or Ctrl-C) waits, in all, for the sinks it does not wait
+    /// out (`drop_newest` ones, and any still full once shutdown began); what they have not
+    /// delivered then is counted and reported. Default [`END_WAIT`].
     pub sink_grace: Duration,
 }
 
@@ -69,13 +70,22 @@ impl Default for PipelineOptions {
             shards: default_shards(),
             realtime: false,
             shard: ShardConfig::default(),
-            sink_grace: Duration::from_millis(DEFAULT_SINK_GRACE_MS),
+            sink_grace: END_WAIT,
         }
     }
 }
 
-/// Default of [`PipelineOptions::sink_grace`], in ms.
-pub const DEFAULT_SINK_GRACE_MS: u64 = 5_000;
+/// The end-of-run wait (README, "Sinks and backpressure"): once the input ended (or on Ctrl-C),
+/// every sink that may drop (network sinks, `when_full=drop_newest`) gets at most this long, all of
+/// them together, to deliver what it holds. `block` sinks are waited for as long as they take.
+pub const END_WAIT: Duration = Duration::from_secs(4);
+
+// An OTLP sink's final checkpoint gives up on its collector in time to count what it did not
+// deliver before the engine stops waiting for it.
+const _: () = assert!(
+    toolstream_sinks::otel::config::DEFAULT_FLUSH_TIMEOUT.as_millis() + 500 <= END_WAIT.as_millis(),
+    "the OTLP flush timeout must end well within the end-of-run wait"
+);
 
 /// One shard per core but one: the reading thread frames and decodes on a core of its own. On the
 /// 2-core benchmark machine one shard beat two end to end (null sink 0.58 s vs 0.68 s on the 200 MB
@@ -187,7 +197,7 @@ impl Canceller {
             sync_door(door);
         }
         sequencer::sync(&self.sequencer);
-        self.sinks.checkpoint_all();
+        self.sinks.checkpoint_all(Instant::now() + self.sinks.grace());
     }
 
     /// What each sink was offered, wrote and dropped so far.
@@ -511,20 +521,23 @@ impl Pipeline {
         }
         // Nothing more is offered to the sinks: once they drained, what each dropped is final
         // (the drop report below may itself be dropped by a stuck sink).
-        self.sink_set.drain_all();
+        // One deadline for every sink that is not waited out, from here to the last report.
+        let deadline = Instant::now() + self.opts.sink_grace;
+        self.sink_set.drain_all(deadline);
         self.sink_set.begin_shutdown();
         self.report_drops_to_sinks();
-        let grace = self.opts.sink_grace;
+        for t in &self.sinks {
+            t.stop(deadline);
+        }
         let mut reports = Vec::new();
         for t in self.sinks.drain(..) {
-            reports.push(t.finish(grace));
+            reports.push(t.finish(deadline));
         }
-        // The stats counter comes first and is not a user's sink.
+        // The stats counter comes first and is not a user's sink. What each sink lost is read
+        // now, whether its thread ended or is still busy.
         let mut summaries = self.sink_set.summaries();
         for (summary, report) in summaries.iter_mut().zip(reports.iter().skip(1)) {
             summary.error = (!report.errors.is_empty()).then(|| report.errors.join("; "));
-            summary.stuck |= report.stuck;
-            summary.lost.clone_from(&report.lost);
         }
         for r in &reports {
             self.stats.sink_errors.extend(r.errors.iter().cloned());

@@ -1,6 +1,6 @@
 //! `toolstream replay`: read streams and deliver them to the selected sinks. Ctrl-C cancels every
-//! open run, flushes every sink and exits with 130. At exit, one line per sink that failed or
-//! dropped anything.
+//! open run, flushes every sink and exits with 130. At exit, one line per sink that failed,
+//! dropped or lost anything (and then exit status 1).
 
 use std::io::{self, IsTerminal};
 use std::path::PathBuf;
@@ -119,7 +119,8 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<i32> {
 }
 
 /// Say what went wrong at the end of a run; the exit status it earned: 2 when a file could not be
-/// read, 1 when a line could not be decoded or a sink or stage failed, else 0.
+/// read, 1 when a line could not be decoded, a stage failed or a sink lost anything (failed, did
+/// not deliver, dropped: [`crate::sinks::SinkSummary::lost_anything`]), else 0.
 pub fn exit_report(stats: &Stats, failed_read: bool) -> i32 {
     report_to_stderr(&stats.sinks);
     for e in &stats.engine_errors {
@@ -130,7 +131,11 @@ pub fn exit_report(stats: &Stats, failed_read: bool) -> i32 {
     }
     if failed_read {
         2
-    } else if stats.decode_errors > 0 || !stats.sink_errors.is_empty() || !stats.engine_errors.is_empty() {
+    } else if stats.decode_errors > 0
+        || !stats.sink_errors.is_empty()
+        || !stats.engine_errors.is_empty()
+        || stats.sinks.iter().any(|s| s.lost_anything())
+    {
         1
     } else {
         0

@@ -47,13 +47,12 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use toolstream_actors::present::scrub::Scrubber;
 use toolstream_sinks::jsonl_trace::JsonlTraceSink;
-use toolstream_sinks::otel::config::DEFAULT_FLUSH_TIMEOUT;
 use toolstream_sinks::pi_events::failed_message_steps;
 use toolstream_sinks::Sink;
 
 use crate::config::Config;
 use crate::conversation;
-use crate::pipeline::{Canceller, Pipeline, PipelineError, PipelineOptions};
+use crate::pipeline::{Canceller, Pipeline, PipelineError, PipelineOptions, END_WAIT};
 use crate::sinks::{keeps_recorded, report_to_stderr, SinkContext, SinkPlan, SinkSpec};
 use crate::source::Source;
 use bridge::ProviderBridge;
@@ -175,6 +174,7 @@ pub fn serve(opts: ProviderOptions) -> i32 {
     }
     // What the user's sinks dropped or lost (the provider's own failures are said above).
     report_to_stderr(stats.sinks.iter().filter(|s| user_sinks.contains(&s.sink)));
+    let sinks_lost = stats.sinks.iter().any(|s| user_sinks.contains(&s.sink) && s.lost_anything());
     if stats.decode_errors > 0 {
         eprintln!("toolstream: {} line(s) could not be decoded ({} lines read)", stats.decode_errors, stats.lines);
     }
@@ -193,7 +193,11 @@ pub fn serve(opts: ProviderOptions) -> i32 {
         return fail(&gate, &scrubber, &model, &msg, 1);
     }
     gate.end_input();
-    exit_code(&gate.wait())
+    match exit_code(&gate.wait()) {
+        // The run reached pi, but a sink of the user's lost some of it.
+        0 if sinks_lost => 1,
+        code => code,
+    }
 }
 
 fn exit_code(outcome: &Outcome) -> i32 {
@@ -345,10 +349,10 @@ impl Stopper {
 
 /// How long the engine may take to wind down after the run's last message once the client left.
 const FINISH_GRACE: Duration = Duration::from_secs(2);
-/// The same with the user's sinks: an OTLP sink's final checkpoint waits up to
-/// `toolstream_sinks::otel::config::DEFAULT_FLUSH_TIMEOUT` (4 s) for its collector, and the pi
-/// extension kills the process group 5 s after it let go of the run.
-const FINISH_GRACE_WITH_SINKS: Duration = DEFAULT_FLUSH_TIMEOUT.saturating_add(Duration::from_millis(500));
+/// The same with the user's sinks: the engine's end-of-run wait ([`END_WAIT`], 4 s: an OTLP
+/// sink's final checkpoint waits for its collector within it), and the pi extension kills the
+/// process group 5 s after it let go of the run.
+const FINISH_GRACE_WITH_SINKS: Duration = END_WAIT.saturating_add(Duration::from_millis(500));
 
 /// The input after the request: tool results and `abort`.
 fn control(mut input: impl BufRead, stop: &Stopper) {

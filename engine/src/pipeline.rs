@@ -17,7 +17,8 @@ use toolstream_schemas::{Output, OutputEvent, RunId};
 use toolstream_sinks::Sink;
 
 use crate::clock::{ClockMode, EventTime, Extrapolator, Pacer};
-use crate::decode::framing::{LineReader, DEFAULT_MAX_LINE_BYTES};
+use crate::decode::framing::rejoin::{Joined, Lines, Rejoiner};
+use crate::decode::framing::{Frame, LineReader, DEFAULT_MAX_LINE_BYTES};
 use crate::decode::{DecodeError, Decoder, Format};
 use crate::sequencer::{self, SeqMsg, Sequencer};
 use crate::shard::{shard_of, sync_door, DoorMsg, Shard};
@@ -303,6 +304,7 @@ impl Pipeline {
         let mut lines = LineReader::with_max_line(reader, self.opts.max_line_bytes);
         let mut decoder = Decoder::new(name.clone(), self.opts.format);
         decoder.set_max_line(self.opts.max_line_bytes);
+        let mut rejoiner = Rejoiner::new(self.opts.max_line_bytes);
         let mut events = Vec::new();
         let outcome = loop {
             // Every sink the user asked for is gone (`| head`, a full disk): stop reading.
@@ -315,13 +317,10 @@ impl Pipeline {
                 Err(error) => break Err(PipelineError::Read { source_name: name.clone(), error }),
             };
             feed.file.lines += 1;
-            if let Err(e) = decoder.decode_frame(frame, &mut events) {
-                if let Err(stop) = self.decode_error(&mut feed, e, on_error) {
-                    break Err(stop);
-                }
-            }
-            for ev in events.drain(..) {
-                self.push_event(&mut feed, ev);
+            let mut reading = Reading::new(self, &mut feed, &mut decoder, &mut events, &mut *on_error);
+            rejoiner.push(frame, &mut reading);
+            if let Some(stop) = reading.stop {
+                break Err(stop);
             }
             feed.pending_bytes = lines.position().saturating_sub(feed.handed_at);
             // Live input is handed over as soon as the next read could wait for more; a recording
@@ -331,6 +330,16 @@ impl Pipeline {
                 break Err(PipelineError::Cancelled);
             }
         };
+        // Lines still held for a record that never closed are reported one by one.
+        let stopped = matches!(outcome, Err(PipelineError::Strict(_) | PipelineError::Cancelled));
+        let mut outcome = outcome;
+        if rejoiner.is_joining() && !stopped {
+            let mut reading = Reading::new(self, &mut feed, &mut decoder, &mut events, &mut *on_error);
+            rejoiner.finish(&mut reading);
+            if let (Some(stop), Ok(())) = (reading.stop, &outcome) {
+                outcome = Err(stop);
+            }
+        }
         feed.file.bytes = lines.position();
         feed.file.format = decoder.format().map(Format::as_str);
         feed.file.ignored_updates = decoder.ignored_updates();
@@ -602,6 +611,76 @@ impl Feed {
         }
         self.checked_at = self.file.lines;
         self.user_sinks_failed.iter().all(|f| f.load(Ordering::Relaxed))
+    }
+}
+
+/// One source's lines on their way to the shards: what the [`Rejoiner`] drives.
+struct Reading<'a> {
+    pipeline: &'a mut Pipeline,
+    feed: &'a mut Feed,
+    decoder: &'a mut Decoder,
+    events: &'a mut Vec<InputEvent>,
+    on_error: &'a mut dyn FnMut(&DecodeError),
+    /// `--strict` stopped at a decode error: nothing more is decoded.
+    stop: Option<PipelineError>,
+}
+
+impl<'a> Reading<'a> {
+    fn new(
+        pipeline: &'a mut Pipeline,
+        feed: &'a mut Feed,
+        decoder: &'a mut Decoder,
+        events: &'a mut Vec<InputEvent>,
+        on_error: &'a mut dyn FnMut(&DecodeError),
+    ) -> Self {
+        Reading { pipeline, feed, decoder, events, on_error, stop: None }
+    }
+}
+
+impl Lines for Reading<'_> {
+    type Error = DecodeError;
+
+    fn decode(&mut self, frame: Frame<'_>) -> Result<(), DecodeError> {
+        if self.stop.is_some() {
+            return Ok(());
+        }
+        self.decoder.decode_frame(frame, self.events)?;
+        for ev in self.events.drain(..) {
+            self.pipeline.push_event(self.feed, ev);
+        }
+        Ok(())
+    }
+
+    fn decode_joined(&mut self, record: Joined<'_>) -> Result<(), DecodeError> {
+        if self.stop.is_some() {
+            return Ok(());
+        }
+        self.decoder.decode_frame(record.frame(), self.events)?;
+        // The trace says so (SPEC §1.1 rule 12), next to the record's own events.
+        let (session, at_ms) = match self.events.first_mut() {
+            Some(ev) => (ev.session.clone(), self.feed.time.stamp(ev)),
+            None => (Arc::from(""), None),
+        };
+        tracing::debug!(source = %self.decoder.source_name(), line = record.line_no, lines = record.lines, "record rejoined");
+        let mut fields = serde_json::Map::new();
+        fields.insert("source".into(), self.decoder.source_name().as_ref().into());
+        fields.insert("line".into(), record.line_no.into());
+        fields.insert("lines".into(), record.lines.into());
+        let at_ms = at_ms.unwrap_or_else(|| self.feed.time.latest());
+        let k = shard_of(&session, self.feed.pending.len());
+        self.feed.pending[k].push(Item::Diagnostic { session, at_ms, phase: "record_rejoined", fields });
+        for ev in self.events.drain(..) {
+            self.pipeline.push_event(self.feed, ev);
+        }
+        Ok(())
+    }
+
+    fn bad(&mut self, e: DecodeError) {
+        if self.stop.is_none() {
+            if let Err(stop) = self.pipeline.decode_error(self.feed, e, self.on_error) {
+                self.stop = Some(stop);
+            }
+        }
     }
 }
 

@@ -31,6 +31,7 @@ pub const MAX_STRING_CHARS: usize = 4_000;
 pub const DIAGNOSTIC_ALLOWLIST: &[&str] = &[
     "source",
     "line",
+    "lines",
     "byteOffset",
     "reason",
     "toolName",

@@ -119,8 +119,12 @@ impl<E> Rejoiner<E> {
     }
 
     /// Hand over the next physical line.
+    #[inline]
     pub fn push<L: Lines<Error = E>>(&mut self, frame: Frame<'_>, out: &mut L) {
-        if let Some(failed) = self.step(frame, out) {
+        if self.pending.is_none() {
+            // The common path: a line on its own, decoded as if there were no rejoiner.
+            self.fresh(frame, out);
+        } else if let Some(failed) = self.step(frame, out) {
             self.hand_back(failed, out);
         }
     }
@@ -161,8 +165,16 @@ impl<E> Rejoiner<E> {
     }
 
     /// A line not part of a record: decode it; hold it if it fails and may start one.
+    #[inline]
     fn fresh<L: Lines<Error = E>>(&mut self, frame: Frame<'_>, out: &mut L) {
-        let Err(error) = out.decode(frame) else { return };
+        if let Err(error) = out.decode(frame) {
+            self.failed(frame, error, out);
+        }
+    }
+
+    /// A line that did not decode on its own: held if it may start a record, else reported.
+    #[cold]
+    fn failed<L: Lines<Error = E>>(&mut self, frame: Frame<'_>, error: E, out: &mut L) {
         let Frame::Line { line_no, offset, bytes } = frame else {
             out.bad(error);
             return;

@@ -187,7 +187,9 @@ fn a_lone_surrogate_in_assistant_text_keeps_the_message_and_the_result_text() {
     let assistant = format!(
         r#"{{"type":"assistant","message":{{"role":"assistant","content":[{{"type":"text","text":"hello \ud800 world"}}]}},"session_id":"{S}"}}"#
     );
-    let result = format!(r#"{{"type":"result","subtype":"success","is_error":false,"result":"hello \ud800 world","session_id":"{S}"}}"#);
+    let result = format!(
+        r#"{{"type":"result","subtype":"success","is_error":false,"result":"hello \ud800 world","session_id":"{S}"}}"#
+    );
     let input = lines(&[init(), assistant, result]);
     let run = replay_stdin(&input, &[]);
     assert_eq!(run.code, 0, "{}", run.stderr);

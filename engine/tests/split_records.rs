@@ -151,7 +151,10 @@ fn the_trace_says_which_record_was_rejoined_from_how_many_lines() {
     let input = split_strings(&stream(&[init(), assistant("one\ntwo\nthree"), result("one\ntwo\nthree")]));
     let dir = common::tempdir();
     let trace = dir.join("trace.jsonl");
-    let run = common::toolstream(&["replay", "--color", "never", "--trace", trace.to_str().unwrap(), "-"], Some(input.as_bytes()));
+    let run = common::toolstream(
+        &["replay", "--color", "never", "--trace", trace.to_str().unwrap(), "-"],
+        Some(input.as_bytes()),
+    );
     assert_eq!(run.code, 0, "{}", run.stderr);
     assert!(run.stdout.contains("one\ntwo\nthree"), "{}", run.stdout);
     let lines: Vec<Value> =
@@ -170,7 +173,9 @@ fn a_record_that_never_closes_reports_every_line_with_its_number_and_the_rest_de
     // Line 2 is cut short inside its text (a killed writer); its next two lines continue the
     // string, then an ordinary record runs into it: lines 2-4 are bad, as they always were.
     let mut input = format!("{}\n", init());
-    input.push_str(&format!(r#"{{"type":"assistant","session_id":"{S}","message":{{"content":[{{"type":"text","text":"cut"#));
+    input.push_str(&format!(
+        r#"{{"type":"assistant","session_id":"{S}","message":{{"content":[{{"type":"text","text":"cut"#
+    ));
     input.push_str("\nmore\nand more\n");
     input.push_str(&stream(&[assistant("after"), result("after")]));
     let run = common::toolstream(&["replay", "--color", "never", "-"], Some(input.as_bytes()));
@@ -215,7 +220,9 @@ fn every_real_record_split_at_its_newlines_decodes_as_it_was() {
 /// Text with what makes strings hard: newlines (also at either end and doubled), quotes,
 /// backslashes, braces, escapes' look-alikes and non-ASCII.
 fn text() -> impl Strategy<Value = String> {
-    let piece = prop::sample::select(vec!["\n", "\n\n", "a", "word ", "\"", "\\", "\\n", "{", "}", "]", ",", ":", "é", "😀", "\t"]);
+    let piece = prop::sample::select(vec![
+        "\n", "\n\n", "a", "word ", "\"", "\\", "\\n", "{", "}", "]", ",", ":", "é", "😀", "\t",
+    ]);
     prop::collection::vec(piece, 0..24).prop_map(|p| p.concat())
 }
 

@@ -183,11 +183,7 @@ impl SinkPort {
 /// Checkpoint every port at once and wait for their answers: the ports `bounded` says are
 /// bounded until `deadline` (one deadline for all, not one per sink), the others as long as they
 /// take. The ports that did not answer.
-fn checkpoint_together<'a>(
-    ports: &'a [SinkPort],
-    bounded: impl Fn(&SinkPort) -> bool,
-    deadline: Instant,
-) -> Vec<&'a SinkPort> {
+fn checkpoint_together(ports: &[SinkPort], bounded: impl Fn(&SinkPort) -> bool, deadline: Instant) -> Vec<&SinkPort> {
     let mut ports: Vec<(&SinkPort, bool)> = ports.iter().map(|p| (p, bounded(p))).collect();
     // The bounded ones are asked first: asking a `block` sink may wait for room in its queue.
     ports.sort_by_key(|&(_, bounded)| !bounded);

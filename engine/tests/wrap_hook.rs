@@ -283,6 +283,7 @@ fn every_new_command_explains_itself() {
     let dir = tempdir();
     for args in [
         &["wrap", "--help"][..],
+        &["compact", "--help"],
         &["hook", "cursor", "--help"],
         &["install", "--help"],
         &["doctor", "--help"],

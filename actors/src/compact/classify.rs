@@ -1,10 +1,12 @@
 //! Command classification (SPEC §10): normalize what ran — unwrap `bash|sh|zsh|fish -c|-lc
-//! '<cmd>'`, strip `VAR=x` and `env`, drop a leading `cd x &&` — split a command string on shell
-//! operators outside quotes (several real commands make it compound), then pick the first rule
-//! whose matcher fits the argv, retrying without a package-runner prefix (`pnpm tsc`, `uv run
-//! pytest`, `npx jest`).
+//! '<cmd>'`, strip `VAR=x`, `env` and wrappers (`time`, `timeout 60`, `xargs`, …), drop a leading
+//! `cd x &&` — and find the producers of the output: the commands whose output is seen (in `a |
+//! tail`, `a`; in `a | wc`, `wc`; never `cd`, `export` or `echo`). A producer's rule is the first
+//! whose matcher fits its argv, retrying without a package-runner prefix (`pnpm tsc`, `uv run
+//! pytest`, `npx jest`); a command that names no rule leaves the choice to the output's content.
 
-use super::rules::{Matcher, Rule, RuleSet, COMPOUND_ID, FALLBACK_ID};
+use super::rules::{Matcher, Rule, RuleSet};
+use super::shell::{self, Simple};
 
 /// Shells whose `-c` argument is the real command.
 pub const SHELLS: &[&str] = &["bash", "sh", "zsh", "fish", "dash", "ksh"];
@@ -28,6 +30,39 @@ const RUNNERS: &[&[&str]] = &[
     &["yarn"],
 ];
 
+/// Commands that run the command after them: (name, its options that take a value, positional
+/// arguments before the command — `timeout 60 cmd`).
+const WRAPPERS: &[(&str, &[&str], usize)] = &[
+    ("time", &[], 0),
+    ("nice", &["-n"], 0),
+    ("nohup", &[], 0),
+    ("timeout", &["-s", "-k", "--signal", "--kill-after"], 1),
+    ("stdbuf", &[], 0),
+    ("unbuffer", &[], 0),
+    ("xargs", &["-n", "-I", "-P", "-d", "-L", "-s", "-E", "-a"], 0),
+    ("command", &[], 0),
+    ("exec", &[], 0),
+    ("sudo", &["-u", "-g", "-C", "-h", "-p"], 0),
+    ("env", &["-u", "-C", "-S"], 0),
+];
+
+/// Commands whose output, if any, is a label or a complaint, never what was asked for: they are
+/// not producers (their lines go with the output around them).
+const QUIET: &[&str] = &[
+    "cd", "pushd", "popd", "export", "unset", "set", "source", ".", "alias", "true", "false", ":", "sleep", "wait",
+    "trap", "shopt", "umask", "ulimit", "mkdir", "rm", "rmdir", "cp", "mv", "ln", "touch", "chmod", "chown", "exit",
+    "return", "local", "declare", "readonly", "echo", "printf", "clear",
+];
+
+/// Commands that, reading a pipe, pass their input through (cut, filtered or copied, not
+/// reshaped): the output is still the producer's (`cargo test 2>&1 | tail -n 50`).
+const PASS_THROUGH: &[&str] =
+    &["tail", "head", "tee", "cat", "less", "more", "grep", "egrep", "fgrep", "rg", "sort", "uniq", "sed", "ts", "col"];
+
+/// Commands that print files: their output is a file's content, not a log (see
+/// [`reads_files`]).
+const FILE_READERS: &[&str] = &["cat", "head", "tail", "sed", "nl", "less", "more", "bat", "batcat", "jq", "yq"];
+
 /// Global flags that take a value before a subcommand (`git -C dir status`).
 const VALUE_FLAGS: &[&str] = &["-C", "-c", "--git-dir", "--work-tree"];
 
@@ -36,54 +71,112 @@ const VALUE_FLAGS: &[&str] = &["-C", "-c", "--git-dir", "--work-tree"];
 pub struct Normalized {
     /// The command as classified (the nested command of a shell wrapper, prefixes dropped).
     pub command: String,
-    /// Its words (empty for a compound command).
+    /// Its words; for a compound command, the words of its one producer (empty when it has
+    /// several or none).
     pub argv: Vec<String>,
     /// Several real commands (`a && b`, `a | b`, `a; b`).
     pub compound: bool,
+    /// The argv of each command whose output is seen, in order (see the module doc).
+    pub producers: Vec<Vec<String>>,
 }
 
 /// Normalize an argv as executed (e.g. by `toolstream wrap`).
 pub fn normalize_argv(argv: &[String]) -> Normalized {
-    let words = strip_env(argv);
+    let words = strip_prefixes(argv);
     if let Some(nested) = shell_payload(words) {
         return normalize_command(nested);
     }
-    Normalized { command: join_words(words), argv: words.to_vec(), compound: false }
+    let producers = if words.is_empty() || is_quiet(words) { Vec::new() } else { vec![words.to_vec()] };
+    Normalized { command: join_words(words), argv: words.to_vec(), compound: false, producers }
 }
 
 /// Normalize a command string (as a shell would run it).
 pub fn normalize_command(cmd: &str) -> Normalized {
-    let mut segments = split_segments(cmd);
+    let cmds = shell::parse(cmd);
     // A leading `cd x &&` (or `cd x;`) only sets where the real command runs.
-    while segments.len() > 1 && segments[0].words.first().is_some_and(|w| w == "cd") && segments[0].then_runs_next {
-        segments.remove(0);
+    let mut first = 0;
+    while cmds.len() - first > 1 && is_leading_cd(&cmds[first]) {
+        first += 1;
     }
-    match segments.as_slice() {
+    match &cmds[first..] {
         [] => Normalized::default(),
         [only] => normalize_argv(&only.words),
-        [first, ..] => {
-            let start = first.start;
-            Normalized { command: cmd.get(start..).unwrap_or(cmd).trim().to_owned(), argv: Vec::new(), compound: true }
+        [head, ..] => {
+            let producers = producers(&cmds, first);
+            let argv = match producers.as_slice() {
+                [one] => one.clone(),
+                _ => Vec::new(),
+            };
+            Normalized {
+                command: cmd.get(head.start..).unwrap_or(cmd).trim().to_owned(),
+                argv,
+                compound: true,
+                producers,
+            }
         }
     }
 }
 
-/// The rule for a normalized command and the argv it matched with.
-pub fn pick<'a>(set: &'a RuleSet, n: &Normalized) -> Option<(&'a Rule, Vec<String>)> {
-    if n.compound {
-        return set.get(COMPOUND_ID).map(|r| (r, Vec::new()));
+fn is_leading_cd(c: &Simple) -> bool {
+    c.words.first().is_some_and(|w| w == "cd") && matches!(c.then, shell::Op::And | shell::Op::Seq)
+}
+
+/// The producers among `cmds[first..]`: commands whose standard output reaches the end of the
+/// line — not piped, or piped only through pass-through filters — that are not quiet, with
+/// shell wrappers (`bash -c '…'`) opened.
+fn producers(cmds: &[Simple], first: usize) -> Vec<Vec<String>> {
+    let n = cmds.len();
+    let mut seen = vec![true; n];
+    for i in (0..n).rev() {
+        if let Some(to) = cmds[i].pipe_to {
+            seen[i] = to < n && seen[to] && is_pass_through(&cmds[to].words);
+        }
     }
-    let mut argv: &[String] = &n.argv;
+    let mut out = Vec::new();
+    for (i, c) in cmds.iter().enumerate().skip(first) {
+        if !seen[i] || (c.piped_in && is_pass_through(&c.words)) {
+            continue;
+        }
+        let words = strip_prefixes(&c.words);
+        if words.is_empty() || is_quiet(words) {
+            continue;
+        }
+        match shell_payload(words) {
+            Some(nested) => out.extend(normalize_command(nested).producers),
+            None => out.push(words.to_vec()),
+        }
+    }
+    out
+}
+
+/// Whether every producer prints files (`cat src/main.rs`, `sed -n 1,80p a.py`, `head -50 x`):
+/// what they print is what was asked for, unless its content names a rule.
+pub fn reads_files(producers: &[Vec<String>]) -> bool {
+    !producers.is_empty()
+        && producers.iter().all(|p| p.len() > 1 && p.first().is_some_and(|w| FILE_READERS.contains(&basename(w))))
+}
+
+fn is_quiet(words: &[String]) -> bool {
+    words.first().is_some_and(|w| QUIET.contains(&basename(w)))
+}
+
+fn is_pass_through(words: &[String]) -> bool {
+    words.first().is_some_and(|w| PASS_THROUGH.contains(&basename(w)))
+}
+
+/// The rule a command names and the argv it matched with (after a runner prefix, if one was
+/// stripped); `None` when no rule fits — the output's content decides.
+pub fn pick<'a>(set: &'a RuleSet, argv: &[String]) -> Option<(&'a Rule, Vec<String>)> {
+    let mut argv = argv;
     loop {
         if let Some(rule) = set.rules.iter().find(|r| r.matchers.iter().any(|m| matches(m, argv))) {
             return Some((rule, argv.to_vec()));
         }
         match strip_runner(argv) {
             Some(rest) if !rest.is_empty() => argv = rest,
-            _ => break,
+            _ => return None,
         }
     }
-    set.get(FALLBACK_ID).map(|r| (r, n.argv.clone()))
 }
 
 /// Whether `argv` fits a matcher: argv[0]'s file name, then the positional arguments in order.
@@ -139,19 +232,26 @@ fn strip_runner(argv: &[String]) -> Option<&[String]> {
     })
 }
 
-/// `VAR=x …` and `env [-i] [VAR=x] …` prefixes removed.
-fn strip_env(mut words: &[String]) -> &[String] {
+/// `VAR=x …`, `env [-i] [VAR=x] …` and wrapper prefixes (`time`, `nice -n 5`, `timeout 60`, …)
+/// removed.
+fn strip_prefixes(mut words: &[String]) -> &[String] {
     loop {
-        match words.split_first() {
-            Some((w, rest)) if is_assignment(w) => words = rest,
-            Some((w, rest)) if w == "env" => {
-                words = rest;
-                while words.first().is_some_and(|w| w.starts_with('-')) {
-                    words = &words[1..];
-                }
-            }
-            _ => return words,
+        let Some((w, rest)) = words.split_first() else { return words };
+        if is_assignment(w) {
+            words = rest;
+            continue;
         }
+        let Some((_, value_flags, positional)) = WRAPPERS.iter().find(|(name, _, _)| *name == basename(w)) else {
+            return words;
+        };
+        words = rest;
+        while let Some((flag, after)) = words.split_first() {
+            if !flag.starts_with('-') || flag == "-" {
+                break;
+            }
+            words = if value_flags.contains(&flag.as_str()) { after.get(1..).unwrap_or_default() } else { after };
+        }
+        words = words.get(*positional..).unwrap_or_default();
     }
 }
 
@@ -197,133 +297,6 @@ pub fn shell_quote(s: &str) -> String {
     }
 }
 
-/// One simple command of a command line.
-#[derive(Debug)]
-struct Segment {
-    words: Vec<String>,
-    /// Byte offset where it starts in the command line.
-    start: usize,
-    /// It is followed by `&&` or `;` (so a `cd` here changes where the next one runs).
-    then_runs_next: bool,
-}
-
-/// Split a command line into simple commands on `&&`, `||`, `|`, `;`, `&`, newlines and
-/// parentheses outside quotes; redirections (`2>&1`, `> f`) are not words.
-fn split_segments(cmd: &str) -> Vec<Segment> {
-    let mut segments = Vec::new();
-    let mut words: Vec<String> = Vec::new();
-    let mut word = String::new();
-    let mut in_word = false;
-    let mut start: Option<usize> = None;
-    let mut skip_redirect_target = false;
-    let chars: Vec<(usize, char)> = cmd.char_indices().collect();
-    let mut i = 0;
-
-    let end_word = |word: &mut String, in_word: &mut bool, words: &mut Vec<String>, skip: &mut bool| {
-        if !*in_word {
-            return;
-        }
-        *in_word = false;
-        let w = std::mem::take(word);
-        if std::mem::take(skip) {
-            return;
-        }
-        if let Some(op) = redirection(&w) {
-            // `>` alone: the next word is its target.
-            *skip = op;
-            return;
-        }
-        words.push(w);
-    };
-
-    while i < chars.len() {
-        let (at, c) = chars[i];
-        let next = chars.get(i + 1).map(|&(_, c)| c);
-        match c {
-            '\'' => {
-                start.get_or_insert(at);
-                in_word = true;
-                i += 1;
-                while i < chars.len() && chars[i].1 != '\'' {
-                    word.push(chars[i].1);
-                    i += 1;
-                }
-            }
-            '"' => {
-                start.get_or_insert(at);
-                in_word = true;
-                i += 1;
-                while i < chars.len() && chars[i].1 != '"' {
-                    if chars[i].1 == '\\' && i + 1 < chars.len() && "\"\\$`".contains(chars[i + 1].1) {
-                        i += 1;
-                    }
-                    word.push(chars[i].1);
-                    i += 1;
-                }
-            }
-            '\\' => {
-                start.get_or_insert(at);
-                in_word = true;
-                if let Some(n) = next {
-                    if n != '\n' {
-                        word.push(n);
-                    }
-                    i += 1;
-                }
-            }
-            '#' if !in_word => {
-                while i < chars.len() && chars[i].1 != '\n' {
-                    i += 1;
-                }
-                continue;
-            }
-            '&' if word.ends_with(['>', '<']) || next == Some('>') => {
-                word.push(c);
-                in_word = true;
-            }
-            '&' | '|' | ';' | '\n' | '(' | ')' => {
-                end_word(&mut word, &mut in_word, &mut words, &mut skip_redirect_target);
-                let then_runs_next = (c == '&' && next == Some('&')) || c == ';';
-                if matches!((c, next), ('&', Some('&')) | ('|', Some('|')) | ('|', Some('&')) | (';', Some(';'))) {
-                    i += 1;
-                }
-                if !words.is_empty() {
-                    segments.push(Segment {
-                        words: std::mem::take(&mut words),
-                        start: start.unwrap_or(at),
-                        then_runs_next,
-                    });
-                }
-                start = None;
-            }
-            c if c.is_whitespace() => end_word(&mut word, &mut in_word, &mut words, &mut skip_redirect_target),
-            c => {
-                start.get_or_insert(at);
-                in_word = true;
-                word.push(c);
-            }
-        }
-        i += 1;
-    }
-    end_word(&mut word, &mut in_word, &mut words, &mut skip_redirect_target);
-    if !words.is_empty() {
-        segments.push(Segment { words, start: start.unwrap_or(0), then_runs_next: false });
-    }
-    segments
-}
-
-/// `Some(true)` for a redirection operator whose target is the next word (`>`, `2>>`), `Some(false)`
-/// for one complete in itself (`2>&1`, `>out.txt`), `None` for an ordinary word.
-fn redirection(word: &str) -> Option<bool> {
-    let rest = word.trim_start_matches(|c: char| c.is_ascii_digit());
-    let rest = rest.strip_prefix('&').unwrap_or(rest);
-    if !rest.starts_with(['>', '<']) {
-        return None;
-    }
-    let target = rest.trim_start_matches(['>', '<', '&', '|']);
-    Some(target.is_empty())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -354,11 +327,39 @@ mod tests {
     #[test]
     fn several_real_commands_are_compound() {
         for cmd in ["npm ci && npm test", "cargo test | tail -5", "make; make install", "a || b", "sleep 1 & wait"] {
-            let n = normalize_command(cmd);
-            assert!(n.compound, "{cmd}");
-            assert!(n.argv.is_empty());
+            assert!(normalize_command(cmd).compound, "{cmd}");
         }
         assert_eq!(normalize_command("cd x && npm ci && npm test").command, "npm ci && npm test");
+        assert!(!normalize_command("cd a; cd b && git diff").compound);
+    }
+
+    fn producers(cmd: &str) -> Vec<String> {
+        normalize_command(cmd).producers.iter().map(|p| join_words(p)).collect()
+    }
+
+    #[test]
+    fn the_producer_of_a_pipeline_is_its_last_stage_that_is_not_a_pass_through_filter() {
+        assert_eq!(producers("cargo test 2>&1 | tail -n 50"), ["cargo test"]);
+        assert_eq!(normalize_command("cargo test 2>&1 | tail -n 50").argv, argv(&["cargo", "test"]));
+        assert_eq!(producers("pytest -q | tee log.txt | head -100"), ["pytest -q"]);
+        assert_eq!(producers("cat pytest.log | grep -v PASSED"), ["cat pytest.log"]);
+        assert_eq!(producers("git log --oneline | wc -l"), ["wc -l"]);
+        assert_eq!(producers("find . -name '*.rs' | xargs rg TODO"), ["rg TODO"]);
+        assert_eq!(producers("(cd app && npm test) 2>&1 | tail -20"), ["npm test"]);
+        assert_eq!(producers("tail -n 200 build.log"), ["tail -n 200 build.log"]);
+    }
+
+    #[test]
+    fn quiet_commands_and_wrappers_are_not_producers() {
+        assert_eq!(producers("set -e; export CI=1; echo start && cargo test; echo done"), ["cargo test"]);
+        assert_eq!(producers("cd app && time nice -n 5 timeout 600 env -i A=1 npx jest --ci"), ["npx jest --ci"]);
+        assert_eq!(producers("cat cargo.log; ./run-tests.sh"), ["cat cargo.log", "./run-tests.sh"]);
+        assert_eq!(
+            producers("cargo build && bash -c 'cargo test | tail; go test ./...'"),
+            ["cargo build", "cargo test", "go test ./..."]
+        );
+        assert_eq!(normalize_argv(&argv(&["bash", "-c", "echo hi"])).producers, Vec::<Vec<String>>::new());
+        assert_eq!(normalize_argv(&argv(&["stdbuf", "-oL", "pytest"])).argv, argv(&["pytest"]));
     }
 
     #[test]
@@ -382,15 +383,19 @@ mod tests {
     #[test]
     fn runners_are_stripped_only_when_nothing_matches() {
         let set = RuleSet::builtin().unwrap();
-        let id = |cmd: &str| pick(set, &normalize_command(cmd)).unwrap().0.id.clone();
-        assert_eq!(id("pnpm tsc --noEmit"), "build/tsc");
-        assert_eq!(id("uv run pytest tests/x.py"), "tests/pytest");
-        assert_eq!(id("npx --yes jest"), "tests/jest");
-        assert_eq!(id("python3 -m pytest -q"), "tests/pytest");
-        assert_eq!(id("pnpm install"), "install/pnpm");
-        assert_eq!(id("git -C repo status"), "git/status");
-        assert_eq!(id("cargo +nightly test"), "tests/cargo");
-        assert_eq!(id("custom-tool check"), FALLBACK_ID);
-        assert_eq!(id("cargo test && git status"), COMPOUND_ID);
+        let id = |cmd: &str| pick(set, &normalize_command(cmd).argv).map(|(r, _)| r.id.clone());
+        assert_eq!(id("pnpm tsc --noEmit").as_deref(), Some("build/tsc"));
+        assert_eq!(id("uv run pytest tests/x.py").as_deref(), Some("tests/pytest"));
+        assert_eq!(id("npx --yes jest").as_deref(), Some("tests/jest"));
+        assert_eq!(id("python3 -m pytest -q").as_deref(), Some("tests/pytest"));
+        assert_eq!(id("pnpm install").as_deref(), Some("install/pnpm"));
+        assert_eq!(id("git -C repo status").as_deref(), Some("git/status"));
+        assert_eq!(id("cargo +nightly test").as_deref(), Some("tests/cargo"));
+        assert_eq!(id("cargo test 2>&1 | tail -n 40").as_deref(), Some("tests/cargo"));
+        for says_nothing in
+            ["custom-tool check", "make test", "npm test", "pnpm run test", "./run-tests.sh", "cat x.log"]
+        {
+            assert_eq!(id(says_nothing), None, "{says_nothing}");
+        }
     }
 }

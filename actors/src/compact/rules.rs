@@ -1,6 +1,7 @@
 //! The reducer rules as data: the schema of `rules/<family>.toml` (unknown fields are rejected),
-//! the compiled [`RuleSet`] built from the embedded files once, and its checks at load (regexes,
-//! duplicate ids, known families and code reducers, capture groups, inline cases naming a rule).
+//! the compiled [`RuleSet`] built from the embedded files once — with the content signatures of
+//! every rule gathered into two regex sets — and its checks at load (regexes, duplicate ids,
+//! known families and code reducers, capture groups, `absorbs` and inline cases naming a rule).
 
 use std::collections::HashSet;
 use std::sync::OnceLock;
@@ -22,12 +23,15 @@ const RULE_FILES: &[(&str, &str)] = &[
     ("build.toml", include_str!("rules/build.toml")),
     ("search.toml", include_str!("rules/search.toml")),
     ("devops.toml", include_str!("rules/devops.toml")),
+    ("agents.toml", include_str!("rules/agents.toml")),
 ];
 
-/// The rule an unknown single command gets.
+/// The rule output gets when neither its command nor its content names one.
 pub const FALLBACK_ID: &str = "generic/fallback";
-/// The rule a compound command (several real commands) gets.
+/// The rule the output of several producers gets when it cannot be split between them.
 pub const COMPOUND_ID: &str = "generic/compound";
+/// The rule a file read (`cat`, `head`, `sed -n`, …) gets when its content names no other.
+pub const FILE_ID: &str = "generic/file";
 
 /// A rule file or rule that cannot be used.
 #[derive(Debug, thiserror::Error)]
@@ -78,6 +82,11 @@ struct RuleSpec {
     /// applies inside.
     #[serde(default)]
     sections: Vec<SectionSpec>,
+    /// Regions dropped whole (a passing test suite's block): from a line matching `start` up to
+    /// the next line matching `end` (not included, and itself free to start a block); `keep`
+    /// still keeps lines inside.
+    #[serde(default)]
+    skip_blocks: Vec<SectionSpec>,
     /// Consecutive lines matching one of these keep only the last (progress counters).
     #[serde(default)]
     last_of: Vec<String>,
@@ -96,10 +105,35 @@ struct RuleSpec {
     /// Collapse runs of spaces inside a line (column padding) to one.
     #[serde(default)]
     squeeze_spaces: bool,
+    /// Runs of lines whose first word is a path in one folder are listed under the folder.
+    #[serde(default)]
+    group_by_folder: bool,
     /// The whole output when nothing is left and the command succeeded.
     on_empty: Option<String>,
     /// A code reducer that runs on the output before the line rules.
     reducer: Option<String>,
+    /// Lines only this tool's output has: when the command names no rule, a hit among the first
+    /// and last lines of the output picks this one.
+    #[serde(default)]
+    signatures: Vec<String>,
+    /// Lines that begin this tool's output: where the output of several commands is split.
+    #[serde(default)]
+    starts: Vec<String>,
+    /// Rules whose output, next to this rule's, is part of it (`cargo test` compiles first).
+    #[serde(default)]
+    absorbs: Vec<String>,
+    /// Runs of lines of the same shape collapse into one line with a count.
+    similar: Option<SimilarSpec>,
+    /// The output is kept as it is (only `exit N` goes on top).
+    #[serde(default)]
+    verbatim: bool,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SimilarSpec {
+    /// The shortest run collapsed.
+    min_run: usize,
 }
 
 #[derive(Debug, Deserialize)]
@@ -139,6 +173,8 @@ struct CounterSpec {
     /// part in the match counts).
     #[serde(default)]
     mode: CounterMode,
+    /// When `pattern` never matches (a summary line cut off), count the lines matching this.
+    fallback: Option<String>,
 }
 
 /// How a counter counts.
@@ -181,6 +217,7 @@ pub struct Counter {
     pub pattern: Regex,
     pub unless: Option<Regex>,
     pub mode: CounterMode,
+    pub fallback: Option<Regex>,
 }
 
 /// A rewrite of one line.
@@ -199,6 +236,7 @@ pub struct Rule {
     pub skip: RegexSet,
     pub keep: RegexSet,
     pub sections: Vec<(Regex, Regex)>,
+    pub skip_blocks: Vec<(Regex, Regex)>,
     pub last_of: RegexSet,
     pub rewrites: Vec<Rewrite>,
     pub counters: Vec<Counter>,
@@ -206,8 +244,14 @@ pub struct Rule {
     pub tail: Option<usize>,
     pub trim: bool,
     pub squeeze_spaces: bool,
+    pub group_by_folder: bool,
     pub on_empty: Option<String>,
     pub reducer: Option<CodeReducer>,
+    /// Indices (in [`RuleSet::rules`]) of the rules this one absorbs.
+    pub absorbs: Vec<usize>,
+    /// The shortest run of same-shape lines collapsed, when this rule collapses them.
+    pub similar_min_run: Option<usize>,
+    pub verbatim: bool,
 }
 
 /// An inline case, for the test that runs them all (and `toolstream`'s own checks).
@@ -222,11 +266,22 @@ pub struct Case {
     pub expected: String,
 }
 
-/// Every rule, in match order, with the common failure patterns and the inline cases.
+/// Every rule, in match order, with the common failure patterns, the content signatures and the
+/// inline cases.
 #[derive(Debug)]
 pub struct RuleSet {
     pub rules: Vec<Rule>,
     pub common_failure: RegexSet,
+    /// Every rule's `starts`, and for each pattern the index of its rule.
+    pub starts: RegexSet,
+    pub start_rules: Vec<usize>,
+    /// Every rule's `signatures`, and for each pattern the index of its rule.
+    pub signatures: RegexSet,
+    pub signature_rules: Vec<usize>,
+    /// The indices of [`FALLBACK_ID`], [`COMPOUND_ID`] and [`FILE_ID`] (checked to exist at load).
+    pub fallback: usize,
+    pub compound: usize,
+    pub file: usize,
     pub cases: Vec<Case>,
 }
 
@@ -243,6 +298,7 @@ impl RuleSet {
         let mut common = None;
         let mut cases = Vec::new();
         let mut ids = HashSet::new();
+        let mut content = Content::default();
         for (file, text) in files {
             let parsed: RuleFile =
                 toml::from_str(text).map_err(|source| RuleError::Toml { file: (*file).to_owned(), source })?;
@@ -256,6 +312,7 @@ impl RuleSet {
                 if !ids.insert(spec.id.clone()) {
                     return Err(rule_err(file, &spec.id, "the id is used twice"));
                 }
+                content.add(file, &spec, rules.len())?;
                 rules.push(compile(file, spec)?);
             }
             cases.extend(parsed.tests.into_iter().map(|c| Case {
@@ -268,21 +325,71 @@ impl RuleSet {
                 expected: c.expected,
             }));
         }
-        for id in [FALLBACK_ID, COMPOUND_ID] {
-            if !ids.contains(id) {
-                return Err(RuleError::Set(format!("no rule `{id}`")));
-            }
-        }
+        let position =
+            |id: &str| rules.iter().position(|r| r.id == id).ok_or_else(|| RuleError::Set(format!("no rule `{id}`")));
+        let (fallback, compound, file) = (position(FALLBACK_ID)?, position(COMPOUND_ID)?, position(FILE_ID)?);
         if let Some(case) = cases.iter().find(|c| !ids.contains(&c.rule)) {
             return Err(RuleError::Set(format!("{}: case `{}` names no rule `{}`", case.file, case.name, case.rule)));
         }
+        for (file, from, names) in content.absorbs {
+            for name in names {
+                let Some(to) = rules.iter().position(|r| r.id == name) else {
+                    return Err(rule_err(&file, &rules[from].id, format!("absorbs an unknown rule `{name}`")));
+                };
+                rules[from].absorbs.push(to);
+            }
+        }
         let common_failure = common.ok_or_else(|| RuleError::Set("no [common] table".into()))?;
-        Ok(RuleSet { rules, common_failure, cases })
+        let compiled = |patterns: &[String]| RegexSet::new(patterns).map_err(|e| RuleError::Set(e.to_string()));
+        Ok(RuleSet {
+            rules,
+            common_failure,
+            starts: compiled(&content.starts)?,
+            start_rules: content.start_rules,
+            signatures: compiled(&content.signatures)?,
+            signature_rules: content.signature_rules,
+            fallback,
+            compound,
+            file,
+            cases,
+        })
     }
 
     /// The rule with this id.
     pub fn get(&self, id: &str) -> Option<&Rule> {
         self.rules.iter().find(|r| r.id == id)
+    }
+
+    /// The index of the rule with this id.
+    pub fn index(&self, id: &str) -> Option<usize> {
+        self.rules.iter().position(|r| r.id == id)
+    }
+}
+
+/// The content patterns of the rules, gathered while they load.
+#[derive(Default)]
+struct Content {
+    starts: Vec<String>,
+    start_rules: Vec<usize>,
+    signatures: Vec<String>,
+    signature_rules: Vec<usize>,
+    /// (file, rule index, the ids it absorbs), resolved once every rule is known.
+    absorbs: Vec<(String, usize, Vec<String>)>,
+}
+
+impl Content {
+    fn add(&mut self, file: &str, spec: &RuleSpec, rule: usize) -> Result<(), RuleError> {
+        for pattern in spec.starts.iter().chain(&spec.signatures) {
+            regex(file, &spec.id, pattern)?;
+        }
+        self.starts.extend(spec.starts.iter().cloned());
+        self.start_rules.extend(std::iter::repeat_n(rule, spec.starts.len()));
+        self.signatures.extend(spec.signatures.iter().cloned());
+        self.signature_rules.extend(std::iter::repeat_n(rule, spec.signatures.len()));
+        if !spec.absorbs.is_empty() {
+            self.absorbs.push((file.to_owned(), rule, spec.absorbs.clone()));
+        }
+        Ok(())
     }
 }
 
@@ -324,18 +431,23 @@ fn compile(file: &str, s: RuleSpec) -> Result<Rule, RuleError> {
             return Err(rule_err(file, id, format!("counter `{}` reads numbers but has no capture", c.label)));
         }
         let unless = c.unless.as_deref().map(|u| regex(file, id, u)).transpose()?;
-        counters.push(Counter { label: c.label.clone(), pattern, unless, mode: c.mode });
+        let fallback = c.fallback.as_deref().map(|f| regex(file, id, f)).transpose()?;
+        counters.push(Counter { label: c.label.clone(), pattern, unless, mode: c.mode, fallback });
     }
-    let mut sections = Vec::new();
-    for sec in &s.sections {
-        sections.push((regex(file, id, &sec.start)?, regex(file, id, &sec.end)?));
-    }
+    let regions = |specs: &[SectionSpec]| -> Result<Vec<(Regex, Regex)>, RuleError> {
+        specs.iter().map(|sec| Ok((regex(file, id, &sec.start)?, regex(file, id, &sec.end)?))).collect()
+    };
+    let sections = regions(&s.sections)?;
+    let skip_blocks = regions(&s.skip_blocks)?;
     let mut rewrites = Vec::new();
     for r in &s.rewrite {
         rewrites.push(Rewrite { pattern: regex(file, id, &r.pattern)?, with: r.with.clone() });
     }
     if s.head.is_some() != s.tail.is_some() {
         return Err(rule_err(file, id, "`head` and `tail` go together"));
+    }
+    if s.similar.as_ref().is_some_and(|sim| sim.min_run < 2) {
+        return Err(rule_err(file, id, "`similar.min_run` is at least 2"));
     }
     Ok(Rule {
         skip: set(file, id, &s.skip)?,
@@ -345,14 +457,19 @@ fn compile(file: &str, s: RuleSpec) -> Result<Rule, RuleError> {
         family: s.family,
         matchers,
         sections,
+        skip_blocks,
         rewrites,
         counters,
         head: s.head,
         tail: s.tail,
         trim: s.trim,
         squeeze_spaces: s.squeeze_spaces,
+        group_by_folder: s.group_by_folder,
         on_empty: s.on_empty,
         reducer,
+        absorbs: Vec::new(),
+        similar_min_run: s.similar.map(|sim| sim.min_run),
+        verbatim: s.verbatim,
     })
 }
 
@@ -369,6 +486,9 @@ family = "generic"
 [[rule]]
 id = "generic/compound"
 family = "generic"
+[[rule]]
+id = "generic/file"
+family = "generic"
 "#;
 
     #[test]
@@ -380,7 +500,7 @@ family = "generic"
 
     #[test]
     fn a_minimal_set_loads() {
-        assert_eq!(RuleSet::load(&[("a.toml", MIN)]).unwrap().rules.len(), 2);
+        assert_eq!(RuleSet::load(&[("a.toml", MIN)]).unwrap().rules.len(), 3);
     }
 
     fn load_err(extra: &str) -> String {
@@ -404,6 +524,11 @@ family = "generic"
             load_err("[[rule]]\nid = \"x\"\nfamily = \"generic\"\nreducer = \"nope\"\n").contains("unknown reducer")
         );
         assert!(load_err("[[rule]]\nid = \"x\"\nfamily = \"generic\"\nhead = 3\n").contains("go together"));
+        assert!(load_err("[[rule]]\nid = \"x\"\nfamily = \"generic\"\nstarts = [\"[\"]\n").contains("bad pattern"));
+        assert!(load_err("[[rule]]\nid = \"x\"\nfamily = \"generic\"\nabsorbs = [\"nope\"]\n").contains("unknown rule"));
+        assert!(
+            load_err("[[rule]]\nid = \"x\"\nfamily = \"generic\"\nsimilar = { min_run = 1 }\n").contains("at least 2")
+        );
         assert!(load_err(
             "[[rule]]\nid = \"x\"\nfamily = \"generic\"\n[[rule.counters]]\nlabel = \"a\"\npattern = \"a\"\nmode = \"last\"\n"
         )

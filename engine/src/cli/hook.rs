@@ -157,6 +157,9 @@ pub fn wrapped(launcher: &str, shell: &str, command: &str) -> String {
 /// Whether a command already runs through `toolstream wrap` (or another compactor's `wrap`).
 fn already_wrapped(command: &str) -> bool {
     let n = toolstream_actors::compact::classify::normalize_command(command);
+    if n.compound {
+        return false;
+    }
     let mut words = n.argv.iter();
     let first = words.next().map(|w| w.rsplit('/').next().unwrap_or(w));
     first.is_some_and(|w| WRAPPERS.iter().any(|p| w.starts_with(p))) && words.next().is_some_and(|w| w == "wrap")
@@ -201,7 +204,7 @@ fn is_ours(entry: &str) -> bool {
     let Some(cmd) = v.get("command").and_then(Value::as_str) else { return false };
     let n = toolstream_actors::compact::classify::normalize_command(cmd);
     let first = n.argv.first().map(|w| w.rsplit('/').next().unwrap_or(w));
-    first.is_some_and(|w| w.starts_with("toolstream")) && n.argv[1..].join(" ") == HOOK_ARGS
+    !n.compound && first.is_some_and(|w| w.starts_with("toolstream")) && n.argv[1..].join(" ") == HOOK_ARGS
 }
 
 /// Write `text` to `path` through a temporary file renamed into place.
@@ -403,6 +406,9 @@ mod tests {
             let wrapped = json!({"tool_name": "Shell", "tool_input": {"command": cmd}});
             assert_eq!(answer(&wrapped, "t", &env(), false), allow);
         }
+        // A pipeline that starts with a wrap is still rewritten: its other stages run unwrapped.
+        let piped = json!({"tool_name": "Shell", "tool_input": {"command": "toolstream wrap -- cargo test | tail"}});
+        assert!(answer(&piped, "t", &env(), false).get("updated_input").is_some());
         assert_eq!(answer(&Value::Null, "t", &env(), false), allow);
     }
 
@@ -422,5 +428,6 @@ mod tests {
         assert!(is_ours(r#"{"command": "'/opt/my tools/toolstream' hook cursor"}"#));
         assert!(!is_ours(r#"{"command": "tokenjuice cursor-pre-tool-use"}"#));
         assert!(!is_ours(r#"{"command": "toolstream hook claude"}"#));
+        assert!(!is_ours(r#"{"command": "toolstream hook cursor | tee log"}"#));
     }
 }

@@ -2,6 +2,8 @@
 
 mod bench;
 mod bridge;
+mod compact_cmd;
+mod compacted;
 mod config_cmd;
 pub mod cursor_db;
 mod hook;
@@ -70,6 +72,10 @@ pub enum Command {
     /// counts kept; progress, passing tests and repeats dropped), exiting with its exit code.
     /// If compaction goes wrong, the raw output is printed instead.
     Wrap(wrap::WrapArgs),
+    /// Compact output that was already saved (a file or stdin) as if a command had printed it
+    /// (`--command CMD --exit-code N`; without `--command` its content decides), with `wrap`'s
+    /// output options.
+    Compact(compact_cmd::CompactArgs),
     /// Answer an agent host's hook on stdin (`hook cursor`: Cursor's `preToolUse`, rewriting shell
     /// commands to run through `toolstream wrap`).
     Hook(hook::HookArgs),
@@ -291,6 +297,7 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::PiProvider(args) => pi_provider::run(args),
         Command::Models(args) => models::run(args),
         Command::Wrap(args) => wrap::run(args),
+        Command::Compact(args) => compact_cmd::run(args),
         Command::Hook(args) => hook::run_hook(args),
         Command::Install(args) => hook::run_install(args),
         Command::Doctor(args) => hook::run_doctor(args),

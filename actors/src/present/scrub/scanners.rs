@@ -359,7 +359,7 @@ fn field_value_span(b: &[u8], name_start: usize, name_end: usize, names: &FieldN
         key_start -= 1;
     }
     let before = key_start.checked_sub(1).map(|p| b[p]);
-    if matches!(before, Some(b'/' | b'\\')) {
+    if before == Some(b'/') {
         // A path (`/etc/passwd:1:root`), not a field.
         return None;
     }

@@ -98,7 +98,7 @@ impl ShellCore {
                     [only] if !only.ambiguous => {
                         // Scrubbed as the continuation of what came before: a private key
                         // streamed over several chunks stays one redaction.
-                        let scrubbed = (only.budget > 0)
+                        let scrubbed = (only.budget > 0 && !data.trim().is_empty())
                             .then(|| self.scrubber.scrub_after(tail(&only.buffer, CONTEXT_BYTES), data));
                         if only.buffer.len() < BUFFER_BYTES {
                             let room = BUFFER_BYTES - only.buffer.len();

@@ -329,6 +329,9 @@ fn line_end(b: &[u8], mut i: usize, stop: Option<u8>) -> usize {
 /// Authorization scheme words: `Authorization: Basic xyz` keeps `Basic` and redacts `xyz`.
 pub(super) const AUTH_SCHEMES: &[&[u8]] = &[b"bearer", b"basic", b"digest", b"token", b"negotiate", b"ntlm"];
 
+/// The longest prefix a field's key is read with.
+const KEY_MAX: usize = 128;
+
 /// Whether `c` may be part of a field's key (`AWS_SECRET_ACCESS_KEY`, `x-api-key`,
 /// `spring.datasource.password`, `--db-password`).
 fn is_key_byte(c: u8) -> bool {
@@ -354,8 +357,10 @@ pub(super) fn secret_fields(s: &str, names: &FieldNames) -> Option<String> {
 
 /// The secret value of a field whose key ends with the name at `name_start..name_end`.
 fn field_value_span(b: &[u8], name_start: usize, name_end: usize, names: &FieldNames) -> Option<(usize, usize)> {
+    // Keys are short: looking further back would make a long run of names quadratic.
+    let floor = name_start.saturating_sub(KEY_MAX);
     let mut key_start = name_start;
-    while key_start > 0 && is_key_byte(b[key_start - 1]) {
+    while key_start > floor && is_key_byte(b[key_start - 1]) {
         key_start -= 1;
     }
     let before = key_start.checked_sub(1).map(|p| b[p]);

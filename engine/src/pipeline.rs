@@ -328,7 +328,7 @@ impl Pipeline {
         // A source read to its end may have failed there (a cursor-agent that exited non-zero).
         let failure = if outcome.is_ok() { source.failure() } else { None };
         if let Some(message) = failure {
-            tracing::debug!(source = %name, "the source failed: {message}");
+            tracing::debug!(source = %name, "the source failed: {}", self.opts.shard.scrubber.scrub(&message));
             for items in &mut feed.pending {
                 items.push(Item::SourceFailed(Arc::from(message.as_str())));
             }

@@ -7,7 +7,7 @@
 use std::collections::HashSet;
 use std::sync::OnceLock;
 
-use aho_corasick::{AhoCorasick, AhoCorasickKind, MatchKind};
+use aho_corasick::{AhoCorasick, AhoCorasickKind, Input, MatchKind};
 use regex::Regex;
 use serde::Deserialize;
 
@@ -206,6 +206,14 @@ impl RuleSet {
             rules.push(Rule { id: spec.id, action });
         }
         let fields = fields.ok_or_else(|| RuleError::Set("no rule with `scanner = \"secret-field\"`".into()))?;
+        // What `candidates` needs: a keyword inside another wakes every rule the other wakes.
+        for (i, a) in keywords.iter().enumerate() {
+            for (j, b) in keywords.iter().enumerate() {
+                if i != j && wakes[j] & !wakes[i] != 0 && b.contains(a.as_str()) {
+                    return Err(RuleError::Set(format!("keyword `{a}` lies inside `{b}` of another rule")));
+                }
+            }
+        }
         let prefilter = automaton(&keywords).map_err(|e| RuleError::Set(format!("keywords: {e}")))?;
         let mut cases = Vec::new();
         for c in file.tests {
@@ -221,13 +229,20 @@ impl RuleSet {
 
     /// The rules that may match `text`: those with a keyword in it. (Rules without keywords —
     /// the bridge endpoints, whose markers are settings — are never among them.)
+    ///
+    /// Each search reports the keyword that ends first and the next starts one byte after it
+    /// began, which finds every rule with a keyword in the text as long as a keyword that lies
+    /// inside another wakes the other's rules too (checked at load): a keyword missed this way
+    /// would have to contain one that was found. Cheaper than reporting every overlapping match.
     pub fn candidates(&self, text: &str) -> Candidates {
         let mut found = 0;
-        for m in self.prefilter.find_overlapping_iter(text) {
+        let mut at = 0;
+        while let Some(m) = self.prefilter.find(Input::new(text).span(at..text.len())) {
             found |= self.wakes[m.pattern().as_usize()];
             if found == self.wakeable {
                 break;
             }
+            at = m.start() + 1;
         }
         Candidates(found)
     }
@@ -331,6 +346,7 @@ keywords = ["token"]
         assert!(RuleSet::load(no_fields).unwrap_err().to_string().contains("secret-field"));
         let bad_name = "[[rule]]\nid = \"f\"\nscanner = \"secret-field\"\nkeywords = [\"a b\"]\n";
         assert!(RuleSet::load(bad_name).unwrap_err().to_string().contains("not a name"));
+        assert!(load_err("[[rule]]\nid = \"x\"\nkeywords = [\"TOKENS\"]\npattern = \"a\"\n").contains("lies inside"));
     }
 
     #[test]

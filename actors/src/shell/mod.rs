@@ -12,7 +12,7 @@ use toolstream_schemas::{Input, InputEvent, ShellStream, Tool, ToolEvent, ToolKi
 
 use crate::item::{Item, Line};
 use crate::present::bounds::display_line;
-use crate::present::scrub::Scrubber;
+use crate::present::scrub::{settled, Scrubber};
 use crate::run::calls::fingerprint;
 
 /// Progress lines per call.
@@ -104,7 +104,10 @@ impl ShellCore {
                             let room = BUFFER_BYTES - only.buffer.len();
                             only.buffer.push_str(cut_bytes(data, room));
                         }
-                        let first = scrubbed.as_deref().and_then(|d| d.lines().map(str::trim).find(|l| !l.is_empty()));
+                        // A chunk that ends mid-line may end mid-secret: its open end is not shown.
+                        let open = !data.ends_with(['\n', '\r']);
+                        let shown = scrubbed.as_deref().map(|d| if open { settled(d) } else { d });
+                        let first = shown.and_then(|d| d.lines().map(str::trim).find(|l| !l.is_empty()));
                         if let Some(first) = first {
                             only.budget -= 1;
                             let text = display_line(first, PROGRESS_CHARS);

@@ -238,6 +238,13 @@ impl Scrubber {
     }
 }
 
+/// What of a scrubbed text whose last line is unfinished (more of it comes in the next piece) can
+/// be shown now: all but the trailing run of characters tokens are made of, which the next piece
+/// could complete into a secret no rule sees yet (`tok ghp_jIhK` + `tJ0R…`).
+pub fn settled(text: &str) -> &str {
+    text.trim_end_matches(|c: char| c.is_ascii_alphanumeric() || "_-+/=.~%".contains(c))
+}
+
 /// The embedded rules; `None` (logged once) if they do not load, which a unit test rules out.
 fn builtin_rules() -> Option<&'static RuleSet> {
     static LOGGED: Once = Once::new();

@@ -456,7 +456,8 @@ fn a_stream_without_known_secrets_holds_nothing_back() {
     let mut st = Scrubber::default().stream();
     let piece = String::from("sk-abc");
     let ptr = piece.as_ptr();
-    assert_eq!(st.push(piece).as_ptr(), ptr, "passed through, not copied");
+    let out = st.push(piece);
+    assert_eq!(out.as_ptr(), ptr, "passed through, not copied");
     assert!(!st.is_holding());
     assert_eq!(st.flush(), "");
 }
@@ -522,4 +523,36 @@ fn a_redaction_that_runs_on_from_earlier_output_covers_the_continuation() {
     // Nothing before: the text alone.
     assert!(matches!(sc.scrub_after("", "plain"), Cow::Borrowed("plain")));
     assert_eq!(sc.scrub_after("[INFO] ", "password=pw"), "password=[redacted]");
+}
+
+/// Text cut anywhere (a streamed chunk that ends mid-line): what `settled` leaves of its scrubbing
+/// holds no eight-character piece of a secret (a run of token characters in a word of 12 or more
+/// characters, not PEM armour) that scrubbing the whole text removes, for every redacting case of the rule file.
+#[test]
+fn a_cut_secret_shows_no_piece_of_itself_once_settled() {
+    let sc = Scrubber::default();
+    let mut cuts = 0;
+    for case in RuleSet::builtin().unwrap().cases.iter().filter(|c| c.expected != c.input) {
+        let words = |s: &str| s.split(|c: char| c.is_whitespace() || "\"'`".contains(c)).map(str::to_owned).collect();
+        let (before, after): (Vec<String>, Vec<String>) = (words(&case.input), words(&case.expected));
+        let pieces: Vec<&str> = before
+            .iter()
+            .filter(|w| w.len() >= 12 && !w.starts_with("-----") && !after.contains(w))
+            .flat_map(|w| (0..w.len().saturating_sub(7)).filter_map(move |i| w.get(i..i + 8)))
+            .filter(|p| {
+                !p.contains("--")
+                    && p.bytes().all(|b| b.is_ascii_alphanumeric() || b"_-+/=".contains(&b))
+                    && !case.expected.contains(p)
+            })
+            .collect();
+        for k in (0..=case.input.len()).filter(|&k| case.input.is_char_boundary(k)) {
+            let scrubbed = sc.scrub(&case.input[..k]);
+            let shown = settled(&scrubbed);
+            cuts += 1;
+            if let Some(p) = pieces.iter().find(|p| shown.contains(*p)) {
+                panic!("[{}] cut at {k}: `{p}` shows in {shown:?}", case.rule);
+            }
+        }
+    }
+    assert!(cuts > 1000, "{cuts} cuts");
 }

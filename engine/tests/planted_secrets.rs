@@ -1,13 +1,14 @@
 //! The planted-secret corpus (SPEC §8; issue 20 item 4). Every secret format the scrubber knows
 //! is planted in every place a stream carries text — the prompt, shell args and output (whole,
-//! and streamed in deltas with a private key across chunks), file reads, edits, MCP args and
-//! results, tool errors, a failed run's error, unknown fields, a line that cannot be decoded —
-//! and the secrets the engine knows exactly also in the assistant's text and thinking, split
-//! across deltas, and in the run's result. The corpus is replayed through every sink: terminal
-//! cards (collapsed and expanded) and stderr, the JSONL trace, a pi session, pi sessions, the
-//! Cursor DB, OpenAI SSE (the sink and `serve openai`), pi live events (`pi-provider`) and OTLP
-//! with content capture on (against rotel). No planted secret, and no telling piece of one, may
-//! reach any of them; every sink must show that content reached it (`[redacted`).
+//! and streamed in deltas: a private key across chunks, every secret cut in two mid-line), file
+//! reads, edits, MCP args and results, tool errors, a failed run's error, unknown fields, a line
+//! that cannot be decoded — and the secrets the engine knows exactly also in the assistant's
+//! text and thinking, split across deltas, and in the run's result. The corpus is replayed
+//! through every sink: terminal cards (collapsed and expanded) and stderr, the JSONL trace, a pi
+//! session, pi sessions, the Cursor DB, OpenAI SSE (the sink and `serve openai`), pi live events
+//! (`pi-provider`) and OTLP with content capture on (against rotel). No planted secret, and no
+//! telling piece of one, may reach any of them; every sink must show that content reached it
+//! (`[redacted`).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod common;
@@ -112,14 +113,19 @@ fn planted(code: &str) -> Vec<Planted> {
     // Values under secret-named keys of a JSON object (MCP args): see `keyed`.
     let (kpw, ktok) = keyed(code);
     all.push(p("secret-named-keys", String::new(), &[&kpw, &ktok]));
-    // A telling piece of a long secret is a leak too: its middle sixteen characters.
+    // A telling piece of a secret is a leak too: the middle sixteen characters of a long one,
+    // and the eight on each side of its middle (where the streamed copy is cut in two).
     for planted in &mut all {
-        let pieces: Vec<String> = planted
-            .needles
-            .iter()
-            .filter(|n| n.len() >= 24)
-            .map(|n| n[n.len() / 2 - 8..n.len() / 2 + 8].to_owned())
-            .collect();
+        let mut pieces = Vec::new();
+        for n in &planted.needles {
+            let mid = n.len() / 2;
+            if n.len() >= 24 {
+                pieces.push(n[mid - 8..mid + 8].to_owned());
+            }
+            if n.len() >= 16 {
+                pieces.extend([n[mid - 8..mid].to_owned(), n[mid..mid + 8].to_owned()]);
+            }
+        }
         planted.needles.extend(pieces);
     }
     all
@@ -178,7 +184,7 @@ const PLACES: &[&str] = &[
     "UK", // an unknown field (the trace's raw diagnostic)
     "DE", // a line that cannot be decoded
     "RE", // a failed run's error
-    "SD", // SDK shell output deltas (a private key across chunks)
+    "SD", // SDK shell output deltas (a private key across chunks, every secret cut mid-way)
     "SK", // SDK tool args and results
 ];
 
@@ -318,6 +324,26 @@ fn sdk_corpus() -> String {
         at,
         json!({"type":"tool-call-completed","callId":"t1","toolCall":{"type":"shell","result":{"status":"success","value":{"exitCode":0,"stdout":"","stderr":""}}}}),
     );
+    // Every planted line again, each in a shell call of its own (three progress lines a call),
+    // its output cut in two in the middle of the secret: the first chunk ends mid-secret.
+    for (n, p) in planted("SD").iter().enumerate() {
+        let Some(cut) = p.needles.first().and_then(|needle| Some(p.context.find(needle.as_str())? + needle.len() / 2))
+        else {
+            continue;
+        };
+        let id = format!("split{n}");
+        let shell = json!({"type":"shell","args":{"command":"cat part","workingDirectory":"/w"}});
+        s += &rec(at, json!({"type":"tool-call-started","callId":id,"toolCall":shell}));
+        s += &rec(at, json!({"type":"shell-output-delta","event":{"case":"start","value":{}}}));
+        for chunk in [p.context[..cut].to_owned(), format!("{}\n", &p.context[cut..])] {
+            s += &rec(at, json!({"type":"shell-output-delta","event":{"case":"stdout","value":{"data":chunk}}}));
+        }
+        s += &rec(
+            at,
+            json!({"type":"tool-call-completed","callId":id,"toolCall":{"type":"shell","result":{"status":"success","value":{"exitCode":0,"stdout":"","stderr":""}}}}),
+        );
+        at += 1;
+    }
     s += &rec(
         at + 1,
         json!({"type":"tool-call-started","callId":"t2","toolCall":{"type":"read","args":{"path":"/w/.env"}}}),

@@ -861,7 +861,14 @@ fn check_shell_attribution(steps: &[Step], o: &Outcome) -> Result<(), TestCaseEr
             Ev::ShellOut { stream, data } if !data.is_empty() => match active[s].as_mut_slice() {
                 [only] if only.tainted_at.is_none() => {
                     only.buffer.push_str(data);
-                    if let Some(first) = data.lines().map(str::trim).find(|l| !l.is_empty()) {
+                    // A chunk that ends mid-line shows no unfinished word at its end (it may be a
+                    // secret's start that the next chunk completes).
+                    let shown = if data.ends_with(['\n', '\r']) {
+                        data.as_str()
+                    } else {
+                        data.trim_end_matches(|c: char| c.is_ascii_alphanumeric() || "_-+/=.~%".contains(c))
+                    };
+                    if let Some(first) = shown.lines().map(str::trim).find(|l| !l.is_empty()) {
                         if only.budget > 0 {
                             only.budget -= 1;
                             expected_progress.push(Progress {

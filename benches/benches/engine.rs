@@ -1,4 +1,5 @@
-//! Criterion benches: decoding, each stage's pure core over a decoded stream, and card building.
+//! Criterion benches: decoding, each stage's pure core over a decoded stream, card building and
+//! the scrubber.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::hint::black_box;
@@ -189,5 +190,48 @@ fn bench_cards(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, bench_decode, bench_stages, bench_cards);
+fn json_strings(v: &serde_json::Value, out: &mut Vec<String>) {
+    match v {
+        serde_json::Value::String(s) => out.push(s.clone()),
+        serde_json::Value::Array(a) => a.iter().for_each(|x| json_strings(x, out)),
+        serde_json::Value::Object(m) => m.values().for_each(|x| json_strings(x, out)),
+        _ => {}
+    }
+}
+
+/// The scrubber on typical text: every string of the recorded Cursor CLI captures (what the
+/// pipeline hands it: commands, outputs, file contents, ids), a 64 KB `cargo test` log, this
+/// crate's own source, and a `.env` full of secrets (every rule at work).
+fn bench_scrub(c: &mut Criterion) {
+    let scrubber = Scrubber::new(Some("sk-live-bench".into()));
+    let mut captures = Vec::new();
+    for f in toolstream_testkit::fixture_files("cursor-cli", "jsonl") {
+        for l in std::fs::read_to_string(f).unwrap().lines() {
+            if let Ok(v) = serde_json::from_str::<serde_json::Value>(l) {
+                json_strings(&v, &mut captures);
+            }
+        }
+    }
+    let env =
+        "AWS_ACCESS_KEY_ID=AKIAUJZDE8GXD6NCF10E\nAWS_SECRET_ACCESS_KEY=EVHzc0X0AWIRh+JUqBlIFXZ53Ncqe28/ajY75FnC\n\
+               GITHUB_TOKEN=ghp_jIhKtJ0RlgLKOmxgJTeKdNnFRIBXuDL7Dxtp\nDB_PASSWORD=hunter2\nPORT=8080\n\
+               STRIPE_KEY=sk_live_aEdFrRgSnRFsTHsDDDXh5Jmt\nDATABASE_URL=postgres://app:pw@db:5432/app\n"
+            .repeat(8);
+    let texts: [(&str, Vec<String>); 4] = [
+        ("recorded captures", captures),
+        ("cargo test log", vec![toolstream_testkit::synthetic::cargo_test_log(64 * 1024, 3).0]),
+        ("rust source", vec![include_str!("engine.rs").to_owned()]),
+        (".env with secrets", vec![env]),
+    ];
+    let mut g = c.benchmark_group("scrub");
+    for (name, texts) in &texts {
+        g.throughput(Throughput::Bytes(texts.iter().map(|t| t.len() as u64).sum()));
+        g.bench_function(*name, |b| {
+            b.iter(|| texts.iter().map(|t| black_box(scrubber.scrub(black_box(t))).len()).sum::<usize>())
+        });
+    }
+    g.finish();
+}
+
+criterion_group!(benches, bench_decode, bench_stages, bench_cards, bench_scrub);
 criterion_main!(benches);

@@ -5,6 +5,7 @@
 //! The calling thread reads and decodes; each shard is an actix System on its own thread; each
 //! sink has its own thread. Every queue between them is bounded.
 
+use std::borrow::Cow;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -346,7 +347,7 @@ impl Pipeline {
         // A source read to its end may have failed there (a cursor-agent that exited non-zero).
         let failure = if outcome.is_ok() { source.failure() } else { None };
         if let Some(message) = failure {
-            tracing::debug!(source = %name, "the source failed: {message}");
+            tracing::debug!(source = %name, "the source failed: {}", self.opts.shard.scrubber.scrub(&message));
             for items in &mut feed.pending {
                 items.push(Item::SourceFailed(Arc::from(message.as_str())));
             }
@@ -417,9 +418,14 @@ impl Pipeline {
     fn decode_error(
         &mut self,
         feed: &mut Feed,
-        e: DecodeError,
+        mut e: DecodeError,
         on_error: &mut dyn FnMut(&DecodeError),
     ) -> Result<(), PipelineError> {
+        // A decoder's reason may quote the line (`invalid type: string "…"`): scrubbed once, here,
+        // for stderr, the trace and `--strict` alike.
+        if let Cow::Owned(reason) = self.opts.shard.scrubber.scrub(&e.reason) {
+            e.reason = reason;
+        }
         feed.file.decode_errors += 1;
         on_error(&e);
         let at_ms = feed.time.latest();

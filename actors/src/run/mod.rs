@@ -306,7 +306,7 @@ fn run_for<'a>(
     let s = session_entry(sessions, retired, session);
     let run = s.open.get_or_insert_with(|| {
         s.runs_started += 1;
-        Run::new(session.clone(), s.runs_started, t.unwrap_or(0))
+        Run::new(session.clone(), s.runs_started, t.unwrap_or(0), cfg.scrubber.stream())
     });
     if let Some(t) = t {
         run.advance(cfg, t, false, out);

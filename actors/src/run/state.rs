@@ -1,6 +1,7 @@
 //! One open run's state machine: message and block boundaries, the tool batch and its timers,
 //! text dedupe, the call table, incomplete calls and the run's close.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use toolstream_schemas::ids::{call_ref, run_label};
@@ -15,6 +16,7 @@ use super::CoordinatorConfig;
 use crate::item::{Item, RunOutput};
 use crate::present::bounds::{THINKING_MAX_CHARS, THINKING_TRUNCATED_MARKER};
 use crate::present::card::{build_card, incomplete_card, CardContext};
+use crate::present::scrub::SecretStream;
 
 /// Why a run is being closed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -83,13 +85,17 @@ pub(super) struct Run {
     dedupe: SegmentDedupe,
     /// Digest of all assistant text emitted in this run (bounded: the text went to the sinks).
     emitted_text: RunText,
+    /// Assistant text and thinking on their way out: a secret the engine knows exactly is removed
+    /// even when split across deltas (SPEC §8); a possible start of one waits for the next delta
+    /// or the end of its block.
+    outgoing: SecretStream,
     calls: CallTable,
     cards: u32,
     totals: RunTotals,
 }
 
 impl Run {
-    pub(super) fn new(session: Arc<str>, seq: u32, now: u64) -> Self {
+    pub(super) fn new(session: Arc<str>, seq: u32, now: u64, outgoing: SecretStream) -> Self {
         let label = run_label(&session, seq);
         Run {
             id: Arc::new(RunId { session, seq }),
@@ -106,6 +112,7 @@ impl Run {
             thinking_chars: 0,
             dedupe: SegmentDedupe::default(),
             emitted_text: RunText::default(),
+            outgoing,
             calls: CallTable::default(),
             cards: 0,
             totals: RunTotals::default(),
@@ -153,6 +160,10 @@ impl Run {
     /// Handle an item other than an input event (lines and diagnostics of earlier stages).
     pub(super) fn on_item(&mut self, item: Item, out: &mut Vec<RunOutput>) {
         self.announce(out);
+        if matches!(item, Item::Lifecycle(_) | Item::ShellProgress { .. }) {
+            // What was held back of the text before it goes first.
+            self.flush_outgoing(out);
+        }
         match item {
             Item::Lifecycle(line) => {
                 // Thinking content of the current message (SPEC §6); sinks show it as such.
@@ -343,8 +354,11 @@ impl Run {
         } else {
             self.thinking_chars += n;
         }
-        let turn = self.turn;
-        self.emit(out, Output::Thinking { turn, delta: text });
+        let delta = self.outgoing.push(text);
+        if !delta.is_empty() {
+            let turn = self.turn;
+            self.emit(out, Output::Thinking { turn, delta });
+        }
     }
 
     fn emit_text(&mut self, out: &mut Vec<RunOutput>, mut text: String) {
@@ -361,8 +375,25 @@ impl Run {
             self.emitted_text.mark();
         }
         self.emitted_text.push(&text);
+        let delta = self.outgoing.push(text);
+        if !delta.is_empty() {
+            let turn = self.turn;
+            self.emit(out, Output::Text { turn, delta });
+        }
+    }
+
+    /// Pass on what the current block held back (it did not become a known secret).
+    fn flush_outgoing(&mut self, out: &mut Vec<RunOutput>) {
+        let delta = self.outgoing.flush();
+        if delta.is_empty() {
+            return;
+        }
         let turn = self.turn;
-        self.emit(out, Output::Text { turn, delta: text });
+        let kind = match self.block {
+            Block::Thinking => Output::Thinking { turn, delta },
+            Block::Text | Block::None => Output::Text { turn, delta },
+        };
+        self.emit(out, kind);
     }
 
     fn open_message(&mut self, out: &mut Vec<RunOutput>) {
@@ -387,6 +418,7 @@ impl Run {
     }
 
     fn end_block(&mut self, out: &mut Vec<RunOutput>) {
+        self.flush_outgoing(out);
         if self.block != Block::None {
             self.block = Block::None;
             let turn = self.turn;
@@ -533,8 +565,11 @@ impl Run {
         self.totals.reported_usage = end.usage;
         self.totals.duration_ms = end.duration_ms;
         // The streamed text is not kept (it went to the sinks as it came): without a result, none.
-        let final_text =
+        let mut final_text =
             end.result_text.filter(|r| !r.trim().is_empty() && end.status == RunStatus::Finished).unwrap_or_default();
+        if let Cow::Owned(scrubbed) = cfg.scrubber.scrub_known(&final_text) {
+            final_text = scrubbed;
+        }
         let totals = std::mem::take(&mut self.totals);
         tracing::debug!(
             run = %self.label,

@@ -383,6 +383,72 @@ fn the_prompt_reaches_sinks_scrubbed() {
 }
 
 #[test]
+fn a_known_secret_never_reaches_sinks_in_assistant_text_or_thinking_even_split_across_deltas() {
+    let key = "cursor_live_Kq8Zr2Xx";
+    let cfg = CoordinatorConfig {
+        scrubber: crate::present::scrub::Scrubber::new(Some(key.into())),
+        ..CoordinatorConfig::default()
+    };
+    let mut c = Coordinator::new(cfg);
+    let mut out = Vec::new();
+    for e in [
+        start(),
+        ev(S, 1, Input::ThinkingDelta { text: "the key cursor_li".into() }),
+        ev(S, 2, Input::ThinkingDelta { text: "ve_Kq8Zr2Xx is set".into() }),
+        ev(S, 3, Input::TextDelta { text: "Your key is cursor_".into() }),
+        ev(S, 4, Input::TextDelta { text: "live_Kq8".into() }),
+        ev(S, 5, Input::TextDelta { text: "Zr2Xx. cursor_".into() }),
+    ] {
+        c.handle(e, &mut out);
+    }
+    // A progress line: what the text held back goes first, as it is.
+    let line = crate::item::Line {
+        session: Arc::from(S),
+        at_ms: 6,
+        call: toolstream_schemas::ids::call_ref("c1"),
+        title: "Cursor shell".into(),
+        text: "building".into(),
+    };
+    c.push(crate::item::Item::ShellProgress { line, stream: toolstream_schemas::ShellStream::Stdout }, &mut out);
+    c.handle(ev(S, 7, end(RunStatus::Finished, Some("Your key is cursor_live_Kq8Zr2Xx. cursor_"))), &mut out);
+    c.finish(&mut out);
+    let events = sink_facing(out);
+    assert_eq!(
+        trace(&events),
+        [
+            "open",
+            "msg0",
+            "think:the key ",
+            "think:[redacted] is set",
+            "text:Your key is ",
+            "text:[redacted]. ",
+            "text:cursor_",
+            "end:Stop",
+            "closed:finished"
+        ]
+    );
+    let progress = events.iter().position(|e| matches!(e.kind, Output::ShellProgress { .. })).unwrap();
+    assert!(matches!(&events[progress - 1].kind, Output::Text { delta, .. } if delta == "cursor_"));
+    let final_text = events.iter().find_map(|e| match &e.kind {
+        Output::RunClosed { final_text, .. } => Some(final_text.clone()),
+        _ => None,
+    });
+    assert_eq!(final_text.as_deref(), Some("Your key is [redacted]. cursor_"));
+    assert!(!format!("{events:?}").contains("Kq8"), "no piece of the key survives");
+}
+
+#[test]
+fn without_known_secrets_text_passes_as_it_came() {
+    let out = run(vec![
+        start(),
+        ev(S, 1, Input::TextDelta { text: "sk-".into() }),
+        ev(S, 2, Input::TextDelta { text: "proj password=x".into() }),
+        ev(S, 3, end(RunStatus::Finished, None)),
+    ]);
+    assert_eq!(trace(&out), ["open", "msg0", "text:sk-", "text:proj password=x", "end:Stop", "closed:finished"]);
+}
+
+#[test]
 fn a_failed_source_fails_its_open_runs_with_its_message_as_a_reported_failure() {
     let mut c = Coordinator::new(CoordinatorConfig::default());
     let mut out = Vec::new();

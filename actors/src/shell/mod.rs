@@ -12,7 +12,7 @@ use toolstream_schemas::{Input, InputEvent, ShellStream, Tool, ToolEvent, ToolKi
 
 use crate::item::{Item, Line};
 use crate::present::bounds::display_line;
-use crate::present::scrub::Scrubber;
+use crate::present::scrub::{settled, Scrubber};
 use crate::run::calls::fingerprint;
 
 /// Progress lines per call.
@@ -21,6 +21,9 @@ pub const PROGRESS_LINES: u8 = 3;
 pub const PROGRESS_CHARS: usize = 160;
 /// Most output buffered per call (bytes); the card bounds it further.
 pub const BUFFER_BYTES: usize = 64 * 1024;
+/// How much of the output before a chunk its progress line is scrubbed with (a PEM private key
+/// of 8192 bits is about 6.5 KB).
+const CONTEXT_BYTES: usize = 8 * 1024;
 
 #[derive(Debug)]
 struct ActiveShell {
@@ -93,14 +96,21 @@ impl ShellCore {
                 let Some(list) = self.active.get_mut(&ev.session) else { return };
                 match list.as_mut_slice() {
                     [only] if !only.ambiguous => {
+                        // Scrubbed as the continuation of what came before: a private key
+                        // streamed over several chunks stays one redaction.
+                        let scrubbed = (only.budget > 0 && !data.trim().is_empty())
+                            .then(|| self.scrubber.scrub_after(tail(&only.buffer, CONTEXT_BYTES), data));
                         if only.buffer.len() < BUFFER_BYTES {
                             let room = BUFFER_BYTES - only.buffer.len();
                             only.buffer.push_str(cut_bytes(data, room));
                         }
-                        let first = data.lines().map(str::trim).find(|l| !l.is_empty());
-                        if let (Some(first), true) = (first, only.budget > 0) {
+                        // A chunk that ends mid-line may end mid-secret: its open end is not shown.
+                        let open = !data.ends_with(['\n', '\r']);
+                        let shown = scrubbed.as_deref().map(|d| if open { settled(d) } else { d });
+                        let first = shown.and_then(|d| d.lines().map(str::trim).find(|l| !l.is_empty()));
+                        if let Some(first) = first {
                             only.budget -= 1;
-                            let text = display_line(&self.scrubber.scrub(first), PROGRESS_CHARS);
+                            let text = display_line(first, PROGRESS_CHARS);
                             let line = Line {
                                 session: ev.session.clone(),
                                 at_ms,
@@ -177,6 +187,15 @@ fn fill_blank_output(t: &mut ToolEvent, buffered: &str) -> bool {
         }
         Err(_) => false,
     }
+}
+
+/// The last `max` bytes of `s` (or fewer, at a char boundary).
+fn tail(s: &str, max: usize) -> &str {
+    let mut start = s.len().saturating_sub(max);
+    while !s.is_char_boundary(start) {
+        start += 1;
+    }
+    &s[start..]
 }
 
 fn cut_bytes(s: &str, max: usize) -> &str {

@@ -108,6 +108,42 @@ fn progress_is_limited_to_three_lines_and_scrubbed() {
 }
 
 #[test]
+fn a_private_key_streamed_over_several_chunks_never_shows_in_a_progress_line() {
+    let out = run(vec![
+        ev(0, Input::ToolStarted(shell("a", "cat id_rsa", None))),
+        out_delta(1, "-----BEGIN RSA PRIVATE KEY-----\n"),
+        out_delta(2, "MIIEowIBAAKCAQEA0Z3VS5JJcds3xfn/ygWyF0qzVRa3Gv7Tb+fs8Fw0hS1RG2aL\n"),
+        out_delta(
+            3,
+            "Yp4fE3kqZ8n+vG0bH1xQ2m7sT9cJ5wA6rD4uF8eK3lN0oP2qR7sU9tV1wX3yZ5a\n-----END RSA PRIVATE KEY-----\n",
+        ),
+        out_delta(4, "copied\n"),
+    ]);
+    assert_eq!(
+        progress(&out),
+        [
+            "stdout:-----BEGIN RSA PRIVATE KEY-----",
+            "stdout:[redacted private key]",
+            // The chunk that ends the key is all key: no line of its own.
+            "stdout:copied",
+        ]
+    );
+}
+
+#[test]
+fn a_token_cut_between_chunks_shows_no_piece_of_itself_in_a_progress_line() {
+    let (tok, aws) = ("ghp_jIhKtJ0RlgLKOmxgJTeKdNnFRIBXuDL7Dxtp", "AKIAUJZDE8GXD6NCF10E");
+    let out = run(vec![
+        ev(0, Input::ToolStarted(shell("a", "cat .env", None))),
+        out_delta(1, &format!("tok {}", &tok[..16])),
+        out_delta(2, &format!("{} id {}", &tok[16..], &aws[..12])),
+        out_delta(3, &format!("{}\ndone\n", &aws[12..])),
+    ]);
+    // A chunk's unfinished last line loses its open end: the next chunk may make it a secret.
+    assert_eq!(progress(&out), ["stdout:tok", "stdout:[redacted] id", "stdout:[redacted]"]);
+}
+
+#[test]
 fn output_with_no_active_shell_is_dropped() {
     let out = run(vec![out_delta(1, "orphan\n")]);
     assert!(progress(&out).is_empty());

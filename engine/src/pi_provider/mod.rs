@@ -129,6 +129,9 @@ pub fn serve(opts: ProviderOptions) -> i32 {
     let mut popts = opts.pipeline;
     popts.shards = 1;
     popts.shard.keep_recorded = keeps_recorded(&opts.sinks);
+    if let Some(token) = bridge.as_ref().and_then(|b| b.token()) {
+        popts.shard.scrubber = popts.shard.scrubber.with_known_secret(token);
+    }
     let mcp = bridge.as_ref().map(|b| b.server().clone());
     let (source, agent) = match open_source(&request, opts.cursor_agent.clone(), mcp) {
         Ok(s) => s,

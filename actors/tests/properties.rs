@@ -130,6 +130,8 @@ fn tool_event(id: &str, tool: T, args: Option<u16>, result: Option<(bool, &str)>
         model_call_id: None,
         started_at_ms: None,
         completed_at_ms: None,
+        openai_call: None,
+        reported_call_id: None,
         extra: vec![],
     })
 }

@@ -142,6 +142,8 @@ fn completed(kind: ToolKind, args: &str, value: &str) -> ToolEvent {
         model_call_id: None,
         started_at_ms: None,
         completed_at_ms: None,
+        openai_call: None,
+        reported_call_id: None,
         extra: vec![],
     }
 }

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
+use crate::cursor_exec::to_openai::OpenAiToolCall;
 use crate::tools::Tool;
 
 /// JSON kept verbatim: tool payloads, unknown lines and unknown fields.
@@ -123,7 +124,14 @@ pub struct ToolEvent {
     /// Tool-clock times (`startedAtMs`/`completedAtMs`): a different clock from event time.
     pub started_at_ms: Option<u64>,
     pub completed_at_ms: Option<u64>,
-    /// Unknown sibling metadata of the tool payload, kept.
+    /// The OpenAI tool call an exec call maps to (SPEC §1.4, §9.5): the card keeps it for the
+    /// OpenAI sink. `None` for Cursor's own tool activity.
+    pub openai_call: Option<Arc<OpenAiToolCall>>,
+    /// Set by intake on a completion it matched to a start reported under another id (the
+    /// completion then carries the start's id): the id it came with. A raw id: state only, traced
+    /// hashed.
+    pub reported_call_id: Option<String>,
+    /// Unknown sibling metadata of the tool payload, kept: only what no field above names.
     pub extra: UnknownFields,
 }
 
@@ -153,6 +161,8 @@ impl ToolEvent {
             model_call_id: None,
             started_at_ms: None,
             completed_at_ms: None,
+            openai_call: None,
+            reported_call_id: None,
             extra: Vec::new(),
         })
     }
@@ -459,6 +469,10 @@ pub struct Card {
     /// `CardContext::keep_recorded`). Not part of the serialized card.
     #[serde(skip)]
     pub recorded_args: Option<serde_json::Value>,
+    /// The OpenAI tool call an exec call maps to, scrubbed (also in `details.openaiToolCall`):
+    /// the OpenAI sink answers with it. Not part of the serialized card.
+    #[serde(skip)]
+    pub openai_call: Option<Arc<OpenAiToolCall>>,
 }
 
 /// How a display line is styled.

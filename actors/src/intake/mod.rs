@@ -1,7 +1,7 @@
 //! Call intake (SPEC §5.2), the first stage of a shard: matches every completion to its start —
 //! by call id, else by `(tool, args)` fingerprint — and hands later stages each call exactly once,
 //! already matched. A matched completion carries its start's call id (the id it reported is kept
-//! as `reportedCallId`) and, when it has none, its start's args. Repeated reports — the same call
+//! as `reported_call_id`) and, when it has none, its start's args. Repeated reports — the same call
 //! id again, an id-less report identical to an earlier completion, a start after its completion —
 //! are dropped here with a trace record, so the shell, lifecycle and run stages never see them.
 //! An id-less shell report that matches two identical shells still running is held until one of
@@ -140,10 +140,7 @@ fn complete(table: &mut CallTable, session: &Arc<str>, at_ms: u64, t: &mut ToolE
         }
         Completion::Matched(start) => {
             if t.call_id != start.call_id {
-                let reported = std::mem::replace(&mut t.call_id, start.call_id);
-                if let Ok(raw) = serde_json::value::to_raw_value(&reported) {
-                    t.extra.push(("reportedCallId".into(), raw));
-                }
+                t.reported_call_id = Some(std::mem::replace(&mut t.call_id, start.call_id));
             }
             if t.args.is_none() {
                 t.args = start.args;

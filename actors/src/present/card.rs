@@ -3,7 +3,10 @@
 //! lines and pi replay arguments. Pure functions.
 
 use serde_json::{json, Value};
+use std::sync::Arc;
 use toolstream_schemas::cursor_cli::tool_models::{parse_args, parse_failure, parse_success};
+
+use toolstream_schemas::cursor_exec::to_openai::OpenAiToolCall;
 use toolstream_schemas::cursor_exec::OPENAI_TOOL_CALL_FIELD;
 use toolstream_schemas::{
     CallRef, Card, IncompleteCall, LineKind, RawJson, StyledLine, Tool, ToolEvent, ToolKind, ToolResult,
@@ -62,11 +65,11 @@ pub fn build_card(ctx: &CardContext<'_>, ev: &ToolEvent) -> Card {
     card.started_ms = ev.started_at_ms;
     card.completed_ms = ev.completed_at_ms;
     // An exec call (SPEC §1.4) carries the OpenAI tool call it maps to, for the OpenAI sink.
-    if let Some((_, call)) = ev.extra.iter().find(|(k, _)| k == OPENAI_TOOL_CALL_FIELD) {
-        if let (Ok(mut call), Some(obj)) = (serde_json::from_str::<Value>(call.get()), card.details.as_object_mut()) {
-            ctx.scrubber.scrub_json(&mut call);
-            obj.insert(OPENAI_TOOL_CALL_FIELD.into(), call);
-        }
+    if let (Some(call), Some(obj)) = (&ev.openai_call, card.details.as_object_mut()) {
+        let mut shown = call.to_json();
+        ctx.scrubber.scrub_json(&mut shown);
+        card.openai_call = OpenAiToolCall::from_json(&shown).map(Arc::new);
+        obj.insert(OPENAI_TOOL_CALL_FIELD.into(), shown);
     }
     if ctx.keep_recorded {
         let result = ev.result.as_ref().and_then(|r| serde_json::from_str::<Value>(r.value.get()).ok());
@@ -285,6 +288,7 @@ fn assemble(
         completed_ms: None,
         recorded_result: None,
         recorded_args: None,
+        openai_call: None,
     }
 }
 
@@ -351,6 +355,8 @@ mod tests {
             model_call_id: None,
             started_at_ms: None,
             completed_at_ms: None,
+            openai_call: None,
+            reported_call_id: None,
             extra: Vec::new(),
         }
     }

@@ -228,11 +228,7 @@ impl Run {
                 self.separate_next_text = self.message_open && self.msg_has_text;
             }
             Input::ToolStarted(mut t) | Input::ToolPartial(mut t) => {
-                let unknown = std::mem::take(&mut t.extra)
-                    .into_iter()
-                    .filter(|(k, _)| k != toolstream_schemas::cursor_exec::OPENAI_TOOL_CALL_FIELD)
-                    .collect();
-                self.unknown_fields(cfg, out, "tool", unknown);
+                self.unknown_fields(cfg, out, "tool", std::mem::take(&mut t.extra));
                 let now = self.now;
                 if self.calls.start(&t, now) {
                     let hash = call_ref(&t.call_id).hash;
@@ -240,12 +236,18 @@ impl Run {
                 }
             }
             Input::ToolCompleted(mut t) => {
-                // An exec call's OpenAI tool call is not unknown: the card keeps it (SPEC §1.4).
-                let (keep, unknown) = std::mem::take(&mut t.extra)
-                    .into_iter()
-                    .partition(|(k, _)| k == toolstream_schemas::cursor_exec::OPENAI_TOOL_CALL_FIELD);
-                t.extra = keep;
-                self.unknown_fields(cfg, out, "tool", unknown);
+                self.unknown_fields(cfg, out, "tool", std::mem::take(&mut t.extra));
+                if let Some(reported) = t.reported_call_id.take() {
+                    // Matched by `(tool, args)` to a start reported under another id: traced with
+                    // both ids hashed (SPEC §9.3), never raw.
+                    let hash = call_ref(&t.call_id).hash;
+                    let mut fields = vec![("action", "match-completion-by-fingerprint"), ("callIdHash", hash.as_str())];
+                    let reported = (!reported.is_empty()).then(|| call_ref(&reported).hash);
+                    if let Some(r) = &reported {
+                        fields.push(("reportedCallIdHash", r));
+                    }
+                    self.diagnostic(out, "display_decision", &fields);
+                }
                 if let Some(r) = t.result.as_mut() {
                     self.unknown_fields(cfg, out, "tool-result", std::mem::take(&mut r.extra));
                 }

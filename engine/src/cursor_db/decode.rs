@@ -357,6 +357,8 @@ impl<'a> Conversation<'a> {
             model_call_id: model_call_id.clone(),
             started_at_ms,
             completed_at_ms: None,
+            openai_call: None,
+            reported_call_id: None,
             extra: Vec::new(),
         };
         out.push(self.event(Input::ToolStarted(Box::new(make(None)))));

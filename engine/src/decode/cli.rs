@@ -184,6 +184,8 @@ fn tool_event(line: &Line<'_>, raw: &RawValue) -> Result<ToolEvent, String> {
         model_call_id: line.model_call_id.as_deref().map(str::to_owned),
         started_at_ms: tc.started_at_ms.and_then(Int::as_u64),
         completed_at_ms: tc.completed_at_ms.and_then(Int::as_u64),
+        openai_call: None,
+        reported_call_id: None,
         extra,
     })
 }

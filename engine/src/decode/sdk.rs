@@ -207,6 +207,8 @@ fn tool_event(call_id: String, model_call_id: Option<String>, tc: SdkToolCall) -
         model_call_id,
         started_at_ms: None,
         completed_at_ms: None,
+        openai_call: None,
+        reported_call_id: None,
         extra: to_unknown(tc.extra)?,
     })
 }

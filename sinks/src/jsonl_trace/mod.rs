@@ -35,6 +35,7 @@ pub const DIAGNOSTIC_ALLOWLIST: &[&str] = &[
     "reason",
     "toolName",
     "callIdHash",
+    "reportedCallIdHash",
     "action",
     "segment",
     "what",

@@ -132,6 +132,7 @@ fn tool_event(id: &str, tool: T, args: Option<u16>, result: Option<(bool, &str)>
         completed_at_ms: None,
         openai_call: None,
         reported_call_id: None,
+        call: toolstream_schemas::CallIdent::default(),
         extra: vec![],
     })
 }

@@ -15,7 +15,7 @@ use toolstream_actors::present::scrub::Scrubber;
 use toolstream_actors::run::Coordinator;
 use toolstream_actors::shell::ShellCore;
 use toolstream_actors::usage::UsageCore;
-use toolstream_schemas::{InputEvent, OutputEvent, ResultStatus, Tool, ToolEvent, ToolKind, ToolResult};
+use toolstream_schemas::{CallIdent, InputEvent, OutputEvent, ResultStatus, Tool, ToolEvent, ToolKind, ToolResult};
 
 /// The allocator the `toolstream` binary uses, so these numbers are the binary's.
 #[global_allocator]
@@ -33,6 +33,16 @@ fn decode_all(bytes: &[u8]) -> Vec<InputEvent> {
 
 fn items(bytes: &[u8]) -> Vec<Item> {
     decode_all(bytes).into_iter().map(Item::Input).collect()
+}
+
+/// The items as intake hands them to the stages after it (calls matched and identified).
+fn matched(bytes: &[u8]) -> Vec<Item> {
+    let mut intake = IntakeCore::default();
+    let mut out = Vec::new();
+    for i in items(bytes) {
+        intake.push(i, &mut out);
+    }
+    out
 }
 
 fn bench_decode(c: &mut Criterion) {
@@ -87,7 +97,7 @@ fn bench_stages(c: &mut Criterion) {
         c,
         "shell delta",
         n,
-        || items(&corpus),
+        || matched(&corpus),
         || {
             let mut core = ShellCore::default();
             move |i, out: &mut Vec<Item>| core.push(i, out)
@@ -97,7 +107,7 @@ fn bench_stages(c: &mut Criterion) {
         c,
         "lifecycle",
         n,
-        || items(&corpus),
+        || matched(&corpus),
         || {
             let mut core = LifecycleCore::default();
             move |i, out: &mut Vec<Item>| core.push(i, out)
@@ -107,7 +117,7 @@ fn bench_stages(c: &mut Criterion) {
         c,
         "run (incl. card building)",
         n,
-        || items(&corpus),
+        || matched(&corpus),
         || {
             let mut core = Coordinator::default();
             move |i, out: &mut Vec<RunOutput>| core.push(i, out)
@@ -116,7 +126,7 @@ fn bench_stages(c: &mut Criterion) {
     let outputs = || {
         let mut run = Coordinator::default();
         let mut out = Vec::new();
-        for i in items(&corpus) {
+        for i in matched(&corpus) {
             run.push(i, &mut out);
         }
         out
@@ -144,6 +154,7 @@ fn completed(kind: ToolKind, args: &str, value: &str) -> ToolEvent {
         completed_at_ms: None,
         openai_call: None,
         reported_call_id: None,
+        call: CallIdent::default(),
         extra: vec![],
     }
 }

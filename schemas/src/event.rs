@@ -131,8 +131,24 @@ pub struct ToolEvent {
     /// completion then carries the start's id): the id it came with. A raw id: state only, traced
     /// hashed.
     pub reported_call_id: Option<String>,
+    /// Which call this report belongs to: set by intake, the one matcher (SPEC §5.2). Every later
+    /// stage keys its state of the call by it and reads the call's hashed id and fingerprint from
+    /// it; unset ([`CallIdent::default`]) before intake.
+    pub call: CallIdent,
     /// Unknown sibling metadata of the tool payload, kept: only what no field above names.
     pub extra: UnknownFields,
+}
+
+/// A call as intake identified it, carried on each of its reports.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CallIdent {
+    /// Unique among the calls one intake has seen (never 0 once set): the key of every later
+    /// stage's state of the call.
+    pub key: u64,
+    /// How outputs name the call: the hash of its start's id, computed once.
+    pub call_ref: CallRef,
+    /// Fingerprint of `(tool, args)` of the call's start; `None` without args.
+    pub fingerprint: Option<u64>,
 }
 
 impl ToolEvent {
@@ -163,6 +179,7 @@ impl ToolEvent {
             completed_at_ms: None,
             openai_call: None,
             reported_call_id: None,
+            call: CallIdent::default(),
             extra: Vec::new(),
         })
     }
@@ -298,7 +315,7 @@ pub struct RunId {
 }
 
 /// A call as outputs name it: never the raw id, only its hash (SPEC §1.1 rule 2, §9.3).
-#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize)]
 pub struct CallRef {
     /// First 8 hex digits of `sha256(call_id)`.
     pub hash: String,

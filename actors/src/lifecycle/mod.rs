@@ -7,8 +7,7 @@
 use rustc_hash::FxHashMap as HashMap;
 use std::sync::Arc;
 
-use toolstream_schemas::ids::call_ref;
-use toolstream_schemas::{Input, InputEvent, Tool, ToolEvent, ToolKind};
+use toolstream_schemas::{CallRef, Input, InputEvent, Tool, ToolEvent, ToolKind};
 
 mod args;
 
@@ -17,14 +16,15 @@ use args::{LabelArgs, Text};
 use crate::item::{Item, Line};
 use crate::present::bounds::{display_line, DISPLAY_LINE_CHARS};
 use crate::present::scrub::Scrubber;
-use crate::run::calls::fingerprint;
 
 /// Default defer window (ms of event time).
 pub const DEFAULT_DEFER_MS: u64 = 75;
 
 #[derive(Debug)]
 struct Pending {
-    call_id: String,
+    /// The call's key (intake's identity).
+    key: u64,
+    call: CallRef,
     fingerprint: Option<u64>,
     title: String,
     label: String,
@@ -112,22 +112,22 @@ impl LifecycleCore {
                 }
                 let label = self.label(t, &args);
                 let list = self.calls.entry(ev.session.clone()).or_default();
-                let existing = (!t.call_id.is_empty()).then(|| list.iter_mut().find(|p| p.call_id == t.call_id));
-                match existing.flatten() {
+                match list.iter_mut().find(|p| p.key == t.call.key) {
                     // Re-scheduling the same call replaces its timer (until its line is shown).
                     Some(p) if !p.fired => {
                         p.due = now + self.defer_ms;
                         if t.args.is_some() {
                             p.label = label;
-                            p.fingerprint = fingerprint(&t.tool, t.args.as_ref());
+                            p.fingerprint = t.call.fingerprint;
                         }
                     }
                     Some(_) => {}
                     None => {
                         self.seq += 1;
                         list.push(Pending {
-                            call_id: t.call_id.clone(),
-                            fingerprint: fingerprint(&t.tool, t.args.as_ref()),
+                            key: t.call.key,
+                            call: t.call.call_ref.clone(),
+                            fingerprint: t.call.fingerprint,
                             title: t.tool.title().into_owned(),
                             label,
                             due: now + self.defer_ms,
@@ -140,14 +140,10 @@ impl LifecycleCore {
             }
             Input::ToolCompleted(t) => {
                 let Some(list) = self.calls.get_mut(&ev.session) else { return };
-                let by_id = (!t.call_id.is_empty()).then(|| list.iter().position(|p| p.call_id == t.call_id));
-                let fp = fingerprint(&t.tool, t.args.as_ref());
-                let found =
-                    by_id.flatten().or_else(|| fp.and_then(|fp| list.iter().position(|p| p.fingerprint == Some(fp))));
-                if let Some(i) = found {
+                if let Some(i) = list.iter().position(|p| p.key == t.call.key) {
                     let p = list.remove(i);
                     if !p.fired {
-                        out.push(skip(&ev.session, now, &p.call_id, &t.tool, "completed-within-defer"));
+                        out.push(skip(&ev.session, now, &p.call, &t.tool, "completed-within-defer"));
                     }
                 }
             }
@@ -187,7 +183,7 @@ impl LifecycleCore {
             if duplicate {
                 let mut fields = serde_json::Map::new();
                 fields.insert("reason".into(), "duplicate".into());
-                fields.insert("callIdHash".into(), call_ref(&p.call_id).hash.into());
+                fields.insert("callIdHash".into(), p.call.hash.as_str().into());
                 out.push(Item::Diagnostic {
                     session: session.clone(),
                     at_ms: p.due,
@@ -200,7 +196,7 @@ impl LifecycleCore {
             out.push(Item::Lifecycle(Line {
                 session: session.clone(),
                 at_ms: p.due,
-                call: call_ref(&p.call_id),
+                call: p.call.clone(),
                 title: p.title.clone(),
                 text: p.label.clone(),
             }));
@@ -282,11 +278,11 @@ pub fn has_uri_or_path(s: &str) -> bool {
     })
 }
 
-fn skip(session: &Arc<str>, at_ms: u64, call_id: &str, tool: &Tool, reason: &str) -> Item {
+fn skip(session: &Arc<str>, at_ms: u64, call: &CallRef, tool: &Tool, reason: &str) -> Item {
     let mut fields = serde_json::Map::new();
     fields.insert("reason".into(), reason.into());
     fields.insert("toolName".into(), tool.name().into());
-    fields.insert("callIdHash".into(), call_ref(call_id).hash.into());
+    fields.insert("callIdHash".into(), call.hash.as_str().into());
     Item::Diagnostic { session: session.clone(), at_ms, phase: "tool_lifecycle_skip", fields }
 }
 

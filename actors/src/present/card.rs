@@ -17,7 +17,6 @@ use super::bounds::{bound_transcript, display_line, preview, relative_path, DISP
 use super::diff::{diff_preview, format_diff_line, parse_unified, DiffLine, DiffLineKind, DIFF_PREVIEW_COLLAPSED};
 use super::display_args::{display_args, incomplete_args, DisplayInput};
 use super::scrub::Scrubber;
-use toolstream_schemas::ids::call_ref;
 
 /// What a card needs besides the call itself.
 #[derive(Debug)]
@@ -61,7 +60,7 @@ pub fn build_card(ctx: &CardContext<'_>, ev: &ToolEvent) -> Card {
         }
     };
     let recorded_args = if ctx.keep_recorded { raw_args.clone() } else { None };
-    let mut card = assemble(ctx, &ev.tool, rendered, raw_args, status, call_ref(&ev.call_id));
+    let mut card = assemble(ctx, &ev.tool, rendered, raw_args, status, ev.call.call_ref.clone());
     card.started_ms = ev.started_at_ms;
     card.completed_ms = ev.completed_at_ms;
     // An exec call (SPEC §1.4) carries the OpenAI tool call it maps to, for the OpenAI sink.
@@ -357,6 +356,7 @@ mod tests {
             completed_at_ms: None,
             openai_call: None,
             reported_call_id: None,
+            call: toolstream_schemas::CallIdent::default(),
             extra: Vec::new(),
         }
     }

@@ -7,7 +7,6 @@
 //!
 //! [`Coordinator`] is a pure state machine: `push(item) → outputs`; timers fire by event time.
 
-pub mod calls;
 mod state;
 pub mod text;
 

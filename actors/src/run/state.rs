@@ -1,15 +1,15 @@
 //! One open run's state machine: message and block boundaries, the tool batch and its timers,
-//! text dedupe, the call table, incomplete calls and the run's close.
+//! text dedupe, the calls still running (as intake matched them), incomplete calls and the run's
+//! close.
 
 use std::sync::Arc;
 
 use toolstream_schemas::ids::{call_ref, run_label};
 use toolstream_schemas::{
-    IncompleteCall, IncompleteReason, Input, InputEvent, Output, OutputEvent, RunEnd, RunId, RunStart, RunStatus,
-    RunTotals, SegmentKind, StopReason, ToolEvent, Usage, CANCELLED_MESSAGE,
+    CallRef, IncompleteCall, IncompleteReason, Input, InputEvent, Output, OutputEvent, RawJson, RunEnd, RunId,
+    RunStart, RunStatus, RunTotals, SegmentKind, StopReason, Tool, ToolEvent, Usage, CANCELLED_MESSAGE,
 };
 
-use super::calls::{CallTable, Completion};
 use super::text::{RunText, SegmentDedupe};
 use super::CoordinatorConfig;
 use crate::item::{Item, RunOutput};
@@ -60,6 +60,16 @@ enum Batch {
     },
 }
 
+/// A call that started in this run and has not completed.
+#[derive(Debug)]
+struct Started {
+    /// The call's key (intake's identity).
+    key: u64,
+    call: CallRef,
+    tool: Tool,
+    args: Option<RawJson>,
+}
+
 /// One open run.
 #[derive(Debug)]
 pub(super) struct Run {
@@ -83,7 +93,8 @@ pub(super) struct Run {
     dedupe: SegmentDedupe,
     /// Digest of all assistant text emitted in this run (bounded: the text went to the sinks).
     emitted_text: RunText,
-    calls: CallTable,
+    /// Calls started and not completed, in start order (matched by intake: known by key).
+    started: Vec<Started>,
     cards: u32,
     totals: RunTotals,
 }
@@ -106,7 +117,7 @@ impl Run {
             thinking_chars: 0,
             dedupe: SegmentDedupe::default(),
             emitted_text: RunText::default(),
-            calls: CallTable::default(),
+            started: Vec::new(),
             cards: 0,
             totals: RunTotals::default(),
         }
@@ -229,10 +240,17 @@ impl Run {
             }
             Input::ToolStarted(mut t) | Input::ToolPartial(mut t) => {
                 self.unknown_fields(cfg, out, "tool", std::mem::take(&mut t.extra));
-                let now = self.now;
-                if self.calls.start(&t, now) {
-                    let hash = call_ref(&t.call_id).hash;
-                    self.diagnostic(out, "tool_started", &[("toolName", t.tool.name()), ("callIdHash", &hash)]);
+                let t = *t;
+                if let Some(s) = self.started.iter_mut().find(|s| s.key == t.call.key) {
+                    // A repeated report of a running call: its args may have filled in.
+                    if t.args.is_some() {
+                        s.tool = t.tool;
+                        s.args = t.args;
+                    }
+                } else {
+                    let hash = &t.call.call_ref.hash;
+                    self.diagnostic(out, "tool_started", &[("toolName", t.tool.name()), ("callIdHash", hash)]);
+                    self.started.push(Started { key: t.call.key, call: t.call.call_ref, tool: t.tool, args: t.args });
                 }
             }
             Input::ToolCompleted(mut t) => {
@@ -240,7 +258,7 @@ impl Run {
                 if let Some(reported) = t.reported_call_id.take() {
                     // Matched by `(tool, args)` to a start reported under another id: traced with
                     // both ids hashed (SPEC §9.3), never raw.
-                    let hash = call_ref(&t.call_id).hash;
+                    let hash = &t.call.call_ref.hash;
                     let mut fields = vec![("action", "match-completion-by-fingerprint"), ("callIdHash", hash.as_str())];
                     let reported = (!reported.is_empty()).then(|| call_ref(&reported).hash);
                     if let Some(r) = &reported {
@@ -420,24 +438,9 @@ impl Run {
         }
     }
 
-    fn on_completed(&mut self, cfg: &CoordinatorConfig, mut t: ToolEvent, out: &mut Vec<RunOutput>) {
-        let started = match self.calls.complete(&t) {
-            Completion::Duplicate(why) => {
-                self.diagnostic(out, "display_decision", &[("action", "drop-duplicate-completion"), ("reason", why)]);
-                return;
-            }
-            Completion::Matched(s) => Some(s),
-            Completion::Unmatched => None,
-        };
-        if let Some(s) = &started {
-            // Completed fields win; missing ones fall back to the start (SPEC §1.1 rule 4).
-            if t.args.is_none() {
-                t.args = s.args.clone();
-            }
-            if t.started_at_ms.is_none() {
-                t.started_at_ms = s.started_at_ms;
-            }
-        }
+    fn on_completed(&mut self, cfg: &CoordinatorConfig, t: ToolEvent, out: &mut Vec<RunOutput>) {
+        // Intake matched it (and filled in what the start had): it is no longer running.
+        self.started.retain(|s| s.key != t.call.key);
         // A card joins the open batch while it settles; after that it opens the next message.
         if let Batch::Waiting { .. } = self.batch {
             self.end_message(out, StopReason::ToolUse, None);
@@ -475,7 +478,7 @@ impl Run {
         // so that, like every card, they end a tool-use message (pi answers tool calls only
         // there); thinking lines go into the run's last message, after any batch.
         let mut lines = Vec::new();
-        for call in self.calls.drain_started() {
+        for call in std::mem::take(&mut self.started) {
             let shown = match end.status {
                 RunStatus::Finished if text_produced && call.tool.is_fast_local() => Shown::TraceOnly,
                 RunStatus::Finished if text_produced => Shown::ThinkingLine,
@@ -485,7 +488,7 @@ impl Run {
             };
             self.totals.incomplete_calls += 1;
             let rec = IncompleteCall {
-                call: call_ref(&call.call_id),
+                call: call.call,
                 source_tool: call.tool.clone(),
                 title: call.tool.title().into_owned(),
                 reason,

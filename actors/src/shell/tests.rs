@@ -22,7 +22,7 @@ fn out_delta(at: u64, data: &str) -> Item {
 fn run(items: Vec<Item>) -> Vec<Item> {
     let mut core = ShellCore::default();
     let mut out = Vec::new();
-    for i in items {
+    for i in crate::intake::matched(items) {
         core.push(i, &mut out);
     }
     out
@@ -75,21 +75,28 @@ fn recorded_output_wins() {
 
 #[test]
 fn overlapping_shells_get_no_attribution_ever() {
-    let mut core = ShellCore::default();
+    let (mut intake, mut core) = (crate::intake::IntakeCore::default(), ShellCore::default());
     let mut out = Vec::new();
+    let mut push = |item: Item, out: &mut Vec<Item>| {
+        let mut matched = Vec::new();
+        intake.push(item, &mut matched);
+        for i in matched {
+            core.push(i, out);
+        }
+    };
     for i in [
         ev(0, Input::ToolStarted(shell("a", "sleep 1", None))),
         ev(1, Input::ToolStarted(shell("b", "sleep 2", None))),
         out_delta(10, "who wrote this?\n"),
     ] {
-        core.push(i, &mut out);
+        push(i, &mut out);
     }
     assert!(progress(&out).is_empty());
     assert!(out.iter().any(|i| matches!(i, Item::Diagnostic { phase: "shell_output_ambiguous", .. })));
     // b finishes; a is alone now but was marked ambiguous: it never buffers again.
-    core.push(ev(20, Input::ToolCompleted(shell("b", "sleep 2", Some(r#"{"exitCode":0,"stdout":""}"#)))), &mut out);
-    core.push(out_delta(30, "late\n"), &mut out);
-    core.push(ev(40, Input::ToolCompleted(shell("a", "sleep 1", Some(r#"{"exitCode":0,"stdout":""}"#)))), &mut out);
+    push(ev(20, Input::ToolCompleted(shell("b", "sleep 2", Some(r#"{"exitCode":0,"stdout":""}"#)))), &mut out);
+    push(out_delta(30, "late\n"), &mut out);
+    push(ev(40, Input::ToolCompleted(shell("a", "sleep 1", Some(r#"{"exitCode":0,"stdout":""}"#)))), &mut out);
     assert_eq!(completed_stdout(&out), vec!["", ""]);
     assert!(progress(&out).is_empty());
 }

@@ -22,7 +22,8 @@ use toolstream_schemas::cursor_bubble::{
 };
 use toolstream_schemas::cursor_cli::tool_models::{parse_args, parse_failure, parse_success};
 use toolstream_schemas::{
-    Input, InputEvent, ResultStatus, RunEnd, RunStart, RunStatus, SourcePos, Tool, ToolEvent, ToolKind, ToolResult,
+    CallIdent, Input, InputEvent, ResultStatus, RunEnd, RunStart, RunStatus, SourcePos, Tool, ToolEvent, ToolKind,
+    ToolResult,
 };
 
 use super::open::{CursorDb, CursorDbError};
@@ -359,6 +360,7 @@ impl<'a> Conversation<'a> {
             completed_at_ms: None,
             openai_call: None,
             reported_call_id: None,
+            call: CallIdent::default(),
             extra: Vec::new(),
         };
         out.push(self.event(Input::ToolStarted(Box::new(make(None)))));

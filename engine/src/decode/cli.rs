@@ -7,8 +7,8 @@ use serde_json::value::RawValue;
 use toolstream_schemas::cursor_cli::line::{ContentBlock, Line, MessageBody, ResultObject, Str, ToolCallObject};
 use toolstream_schemas::cursor_cli::tool_models::RESULT_SIBLING_KEYS;
 use toolstream_schemas::{
-    Input, InputEvent, Int, ResultStatus, RunEnd, RunStart, RunStatus, SegmentKind, SourcePos, TokenUsage, Tool,
-    ToolEvent, ToolKind, ToolResult, UnknownFields,
+    CallIdent, Input, InputEvent, Int, ResultStatus, RunEnd, RunStart, RunStatus, SegmentKind, SourcePos, TokenUsage,
+    Tool, ToolEvent, ToolKind, ToolResult, UnknownFields,
 };
 
 use super::raw_object;
@@ -186,6 +186,7 @@ fn tool_event(line: &Line<'_>, raw: &RawValue) -> Result<ToolEvent, String> {
         completed_at_ms: tc.completed_at_ms.and_then(Int::as_u64),
         openai_call: None,
         reported_call_id: None,
+        call: CallIdent::default(),
         extra,
     })
 }

@@ -24,8 +24,8 @@ use toolstream_schemas::cursor_exec::{
     Outcome, ShellResult,
 };
 use toolstream_schemas::{
-    Input, InputEvent, Int, ResultStatus, RunEnd, RunStart, RunStatus, SourcePos, TokenUsage, Tool, ToolEvent,
-    ToolKind, ToolResult,
+    CallIdent, Input, InputEvent, Int, ResultStatus, RunEnd, RunStart, RunStatus, SourcePos, TokenUsage, Tool,
+    ToolEvent, ToolKind, ToolResult,
 };
 
 /// A started exec call, kept until its result.
@@ -143,6 +143,7 @@ impl ExecDecoder {
             completed_at_ms: None,
             openai_call: openai.clone(),
             reported_call_id: None,
+            call: CallIdent::default(),
             extra: Vec::new(),
         })));
         self.by_id.insert(msg.numeric_id(), key.clone());
@@ -171,6 +172,7 @@ impl ExecDecoder {
             // The card is built from the completion: it carries the OpenAI tool call too.
             openai_call: s.openai,
             reported_call_id: None,
+            call: CallIdent::default(),
             extra: Vec::new(),
         })));
         Ok(())

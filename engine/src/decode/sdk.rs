@@ -12,8 +12,8 @@ use toolstream_schemas::cursor_sdk::{
     ToolCallUpdate,
 };
 use toolstream_schemas::{
-    Input, InputEvent, Int, ResultStatus, RunEnd, RunStart, RunStatus, SegmentKind, SourcePos, Tool, ToolEvent,
-    ToolKind, ToolResult,
+    CallIdent, Input, InputEvent, Int, ResultStatus, RunEnd, RunStart, RunStatus, SegmentKind, SourcePos, Tool,
+    ToolEvent, ToolKind, ToolResult,
 };
 
 /// Decodes SDK recording lines. Holds the session of the latest `start` record and the started
@@ -209,6 +209,7 @@ fn tool_event(call_id: String, model_call_id: Option<String>, tc: SdkToolCall) -
         completed_at_ms: None,
         openai_call: None,
         reported_call_id: None,
+        call: CallIdent::default(),
         extra: to_unknown(tc.extra)?,
     })
 }

@@ -1,16 +1,55 @@
 //! The canonical event model (SPEC §3): input events every source decodes to, and output events
 //! every sink consumes. Actors and sinks meet here and nowhere else.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
+use crate::cursor_cli::tool_models::ResultModel;
 use crate::cursor_exec::to_openai::OpenAiToolCall;
-use crate::tools::Tool;
+use crate::tools::{Tool, ToolKind};
 
 /// JSON kept verbatim: tool payloads, unknown lines and unknown fields.
 pub type RawJson = Box<RawValue>;
+
+/// A call's recorded arguments: the JSON text as recorded, and the tree every later stage reads
+/// (lifecycle labels, card building, display arguments), built from it once, when it is first
+/// read. A call's start and its completion share one (`Arc`) when they carry the same text.
+#[derive(Debug)]
+pub struct CallArgs {
+    text: RawJson,
+    tree: OnceLock<Option<serde_json::Value>>,
+}
+
+impl CallArgs {
+    /// Arguments recorded as this JSON text.
+    pub fn new(text: RawJson) -> CallArgs {
+        CallArgs { text, tree: OnceLock::new() }
+    }
+
+    /// Arguments a decoder already holds as a tree (its text is written from it).
+    pub fn from_tree(tree: serde_json::Value) -> Result<CallArgs, serde_json::Error> {
+        let text = serde_json::value::to_raw_value(&tree)?;
+        Ok(CallArgs { text, tree: OnceLock::from(Some(tree)) })
+    }
+
+    /// Arguments from JSON text (for builders of synthetic streams, benches and tests).
+    pub fn from_json(text: &str) -> Result<CallArgs, serde_json::Error> {
+        Ok(CallArgs::new(RawValue::from_string(text.to_owned())?))
+    }
+
+    /// The JSON text as recorded.
+    pub fn text(&self) -> &str {
+        self.text.get()
+    }
+
+    /// The arguments as a tree; `None` when the text is not a value a tree holds (a number out
+    /// of range). Read once, on the first call.
+    pub fn tree(&self) -> Option<&serde_json::Value> {
+        self.tree.get_or_init(|| serde_json::from_str(self.text.get()).ok()).as_ref()
+    }
+}
 
 /// Fields a decoder did not recognise, kept in arrival order so nothing read is silently dropped.
 pub type UnknownFields = Vec<(String, RawJson)>;
@@ -118,7 +157,7 @@ pub struct ToolEvent {
     pub tool: Tool,
     /// The wire name the tool came under (`shellToolCall`, SDK `shell`, …).
     pub wire_name: String,
-    pub args: Option<RawJson>,
+    pub args: Option<Arc<CallArgs>>,
     pub result: Option<ToolResult>,
     pub model_call_id: Option<String>,
     /// Tool-clock times (`startedAtMs`/`completedAtMs`): a different clock from event time.
@@ -160,7 +199,6 @@ impl ToolEvent {
         args: Option<&str>,
         result: Option<(ResultStatus, &str)>,
     ) -> Result<ToolEvent, serde_json::Error> {
-        let raw = |s: &str| RawValue::from_string(s.to_owned());
         let wire_name = match &tool {
             Tool::Known(k) => k.spec().cli_key.to_owned(),
             Tool::Unknown(n) => format!("{n}ToolCall"),
@@ -169,9 +207,9 @@ impl ToolEvent {
             call_id: call_id.to_owned(),
             tool,
             wire_name,
-            args: args.map(raw).transpose()?,
+            args: args.map(CallArgs::from_json).transpose()?.map(Arc::new),
             result: match result {
-                Some((status, value)) => Some(ToolResult { status, value: raw(value)?, extra: Vec::new() }),
+                Some((status, value)) => Some(ToolResult::new(status, RawValue::from_string(value.to_owned())?)),
                 None => None,
             },
             model_call_id: None,
@@ -193,6 +231,71 @@ pub struct ToolResult {
     pub value: RawJson,
     /// Siblings of the oneof key (`isBackground`, `terminalsFolder`, …).
     pub extra: UnknownFields,
+    /// Shell output attributed from `shell-output-delta` chunks, standing in for the recorded
+    /// stdout of a successful shell whose recorded stdout and stderr were blank (SPEC §6b).
+    stdout_from_deltas: Option<String>,
+    /// `value` as a tree (read once, only for those who keep the recorded result).
+    tree: OnceLock<Option<serde_json::Value>>,
+    /// `value` read as its tool's model (once, by the first stage that reads it).
+    model: OnceLock<ResultModel>,
+}
+
+impl ToolResult {
+    pub fn new(status: ResultStatus, value: RawJson) -> ToolResult {
+        ToolResult::with_extra(status, value, Vec::new())
+    }
+
+    pub fn with_extra(status: ResultStatus, value: RawJson, extra: UnknownFields) -> ToolResult {
+        ToolResult { status, value, extra, stdout_from_deltas: None, tree: OnceLock::new(), model: OnceLock::new() }
+    }
+
+    /// The recorded inner object as a tree (the shell output from deltas in place of its blank
+    /// stdout); `None` when the text is not a value a tree holds. Read once.
+    pub fn tree(&self) -> Option<&serde_json::Value> {
+        self.tree
+            .get_or_init(|| {
+                let mut tree: serde_json::Value = serde_json::from_str(self.value.get()).ok()?;
+                if let (Some(stdout), Some(obj)) = (&self.stdout_from_deltas, tree.as_object_mut()) {
+                    obj.insert("stdout".into(), stdout.as_str().into());
+                }
+                Some(tree)
+            })
+            .as_ref()
+    }
+
+    /// The result read as the model of `kind` (the payload's kind: an MCP call reclassified as
+    /// a web search has an MCP-shaped result), once: from the tree when one was read, else from
+    /// the text.
+    pub fn model(&self, kind: ToolKind) -> &ResultModel {
+        self.model.get_or_init(|| {
+            let mut model = match self.tree.get() {
+                Some(Some(tree)) => ResultModel::from_tree(kind, &self.status, tree),
+                Some(None) => ResultModel::Unreadable,
+                None => ResultModel::parse(kind, &self.status, self.value.get()),
+            };
+            if let Some(stdout) = &self.stdout_from_deltas {
+                model.set_stdout(stdout);
+            }
+            model
+        })
+    }
+
+    /// Shell output attributed from deltas replaces the recorded stdout (see
+    /// [`ToolResult::tree`] and [`ToolResult::model`]).
+    pub fn set_stdout_from_deltas(&mut self, stdout: String) {
+        if let Some(model) = self.model.get_mut() {
+            model.set_stdout(&stdout);
+        }
+        if let Some(Some(serde_json::Value::Object(obj))) = self.tree.get_mut() {
+            obj.insert("stdout".into(), stdout.as_str().into());
+        }
+        self.stdout_from_deltas = Some(stdout);
+    }
+
+    /// The shell output that stands in for the recorded stdout, if any.
+    pub fn stdout_from_deltas(&self) -> Option<&str> {
+        self.stdout_from_deltas.as_deref()
+    }
 }
 
 /// Which oneof arm a result is. Only `Success` is a success (SPEC §1.1 rule 6).

@@ -4,9 +4,10 @@
 
 use rustc_hash::{FxHashSet as HashSet, FxHasher as DefaultHasher};
 use std::hash::{Hash, Hasher};
+use std::sync::Arc;
 
 use toolstream_schemas::ids::call_ref;
-use toolstream_schemas::{CallIdent, RawJson, Tool, ToolEvent, ToolKind};
+use toolstream_schemas::{CallArgs, CallIdent, Tool, ToolEvent, ToolKind};
 
 /// A call that started and has not completed yet.
 #[derive(Debug)]
@@ -14,7 +15,7 @@ pub struct StartedCall {
     pub call_id: String,
     pub ident: CallIdent,
     pub tool: Tool,
-    pub args: Option<RawJson>,
+    pub args: Option<Arc<CallArgs>>,
     /// Tool-clock start time, when reported.
     pub started_at_ms: Option<u64>,
 }
@@ -50,19 +51,19 @@ pub struct CallTable {
     completed_display: HashSet<u64>,
 }
 
-pub fn fingerprint(tool: &Tool, args: Option<&RawJson>) -> Option<u64> {
+pub fn fingerprint(tool: &Tool, args: Option<&Arc<CallArgs>>) -> Option<u64> {
     let args = args?;
     let mut h = DefaultHasher::default();
     tool.name().hash(&mut h);
-    args.get().hash(&mut h);
+    args.text().hash(&mut h);
     Some(h.finish())
 }
 
 /// Fingerprint of what a report would display: `(tool, args, result)`.
-pub fn display_fingerprint(ev: &ToolEvent, args: Option<&RawJson>) -> u64 {
+pub fn display_fingerprint(ev: &ToolEvent, args: Option<&Arc<CallArgs>>) -> u64 {
     let mut h = DefaultHasher::default();
     ev.tool.name().hash(&mut h);
-    args.map(|a| a.get()).hash(&mut h);
+    args.map(|a| a.text()).hash(&mut h);
     if let Some(r) = &ev.result {
         r.status.as_str().hash(&mut h);
         r.value.get().hash(&mut h);

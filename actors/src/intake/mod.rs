@@ -163,8 +163,12 @@ fn complete(
             if t.call_id != start.call_id {
                 t.reported_call_id = Some(std::mem::replace(&mut t.call_id, start.call_id));
             }
-            if t.args.is_none() {
-                t.args = start.args;
+            // Completed fields win; missing ones fall back to the start (SPEC §1.1 rule 4). Args
+            // the completion repeats are the start's: read once, shared.
+            match (&t.args, start.args) {
+                (None, start_args) => t.args = start_args,
+                (Some(own), Some(start_args)) if own.text() == start_args.text() => t.args = Some(start_args),
+                _ => {}
             }
             if t.started_at_ms.is_none() {
                 t.started_at_ms = start.started_at_ms;

@@ -11,7 +11,7 @@ use toolstream_schemas::{CallRef, Input, InputEvent, Tool, ToolEvent, ToolKind};
 
 mod args;
 
-use args::{LabelArgs, Text};
+use args::LabelArgs;
 
 use crate::item::{Item, Line};
 use crate::present::bounds::{display_line, DISPLAY_LINE_CHARS};
@@ -106,7 +106,7 @@ impl LifecycleCore {
                 if !t.tool.is_lifecycle() {
                     return;
                 }
-                let args = LabelArgs::parse(t.args.as_ref());
+                let args = LabelArgs::of(t.args.as_deref().and_then(toolstream_schemas::CallArgs::tree));
                 if is_bridge_call(t, &args) {
                     return;
                 }
@@ -205,34 +205,30 @@ impl LifecycleCore {
 
     /// The line's label (SPEC §6), scrubbed and bounded.
     fn label(&self, t: &ToolEvent, args: &LabelArgs<'_>) -> String {
-        let get = |fields: &[&Text<'_>]| LabelArgs::first(fields).map(str::to_owned);
+        let get = |keys: &[&str]| args.first(keys).map(str::to_owned);
         let kind = t.tool.kind();
         let default = kind.map_or("activity", |k| k.spec().default_label);
         let from_mcp = t.wire_name.starts_with("mcp") && kind != Some(ToolKind::Mcp);
         let raw = match kind {
             Some(ToolKind::Shell) => {
-                let cmd = get(&[&args.command]).unwrap_or_default();
+                let cmd = get(&["command"]).unwrap_or_default();
                 let cmd = display_line(&self.scrubber.scrub(&cmd), DISPLAY_LINE_CHARS);
                 // Shell labels may show paths.
                 return if cmd.is_empty() { default.to_owned() } else { cmd };
             }
-            Some(ToolKind::Task) => get(&[&args.description]),
-            Some(ToolKind::Mcp) => get(&[&args.tool_name_camel, &args.tool_name]),
-            Some(ToolKind::GenerateImage) => get(&[&args.prompt, &args.description]),
-            Some(ToolKind::RecordScreen) => get(&[&args.mode]),
-            Some(ToolKind::SemSearch) => get(&[&args.query]),
-            Some(ToolKind::WebSearch) if from_mcp => args
-                .args
-                .as_ref()
-                .and_then(Option::as_ref)
-                .and_then(|a| if a.query.is_missing() { a.search_term.as_str() } else { a.query.as_str() })
-                .map(str::to_owned),
-            Some(ToolKind::WebSearch) => get(&[&args.search_term_camel, &args.search_term, &args.query]),
+            Some(ToolKind::Task) => get(&["description"]),
+            Some(ToolKind::Mcp) => get(&["toolName", "tool_name"]),
+            Some(ToolKind::GenerateImage) => get(&["prompt", "description"]),
+            Some(ToolKind::RecordScreen) => get(&["mode"]),
+            Some(ToolKind::SemSearch) => get(&["query"]),
+            Some(ToolKind::WebSearch) if from_mcp => args.inner_query().map(str::to_owned),
+            Some(ToolKind::WebSearch) => get(&["searchTerm", "search_term", "query"]),
             Some(ToolKind::WebFetch) => None, // never the URL
-            Some(ToolKind::CreatePlan) => get(&[&args.plan, &args.name])
-                .and_then(|p| p.lines().map(str::trim).find(|l| !l.is_empty()).map(str::to_owned)),
+            Some(ToolKind::CreatePlan) => {
+                get(&["plan", "name"]).and_then(|p| p.lines().map(str::trim).find(|l| !l.is_empty()).map(str::to_owned))
+            }
             Some(ToolKind::UpdateTodos) => {
-                let n = args.todos;
+                let n = args.todos();
                 Some(if n == 1 { "1 item".to_owned() } else { format!("{n} items") })
             }
             _ => None,
@@ -251,9 +247,9 @@ fn is_bridge_call(t: &ToolEvent, args: &LabelArgs<'_>) -> bool {
     if t.tool.kind() != Some(ToolKind::Mcp) && !t.wire_name.starts_with("mcp") {
         return false;
     }
-    [&args.tool_name_camel, &args.tool_name, &args.name]
+    ["toolName", "tool_name", "name"]
         .iter()
-        .filter_map(|f| f.as_str())
+        .filter_map(|k| args.str(k))
         .any(|n| n.starts_with("pi__") || n.contains("-pi__"))
 }
 

@@ -5,7 +5,7 @@
 use std::fmt::Write as _;
 
 use toolstream_schemas::cursor_cli::tool_models::{self as m, FailureResult, TodoStatus, ToolArgs, ToolSuccess};
-use toolstream_schemas::{Int, ResultStatus, ToolKind};
+use toolstream_schemas::{Int, ResultStatus, ToolKind, ToolResult};
 
 use super::bounds::{bound_list, bound_read, fallback_args, fallback_result, relative_path};
 
@@ -47,18 +47,18 @@ impl Rendered {
     }
 }
 
-/// The result of a call, typed.
+/// The result of a call, typed (borrowed from the event, where it was read once).
 #[derive(Debug)]
-pub enum Outcome {
-    Success(Box<ToolSuccess>),
-    Failure(ResultStatus, Box<FailureResult>),
+pub enum Outcome<'a> {
+    Success(&'a ToolSuccess),
+    Failure(ResultStatus, &'a FailureResult),
     /// The payload could not be read as the tool's model: shown raw (bounded) instead.
-    Unreadable(ResultStatus, String),
+    Unreadable(ResultStatus, &'a str),
     /// The completion carried no result.
     Missing,
 }
 
-impl Outcome {
+impl Outcome<'_> {
     fn is_error(&self) -> bool {
         match self {
             Outcome::Success(_) | Outcome::Missing => false,
@@ -147,7 +147,7 @@ pub fn render_known(
     kind: ToolKind,
     args: Option<&ToolArgs>,
     raw_args: Option<&serde_json::Value>,
-    outcome: &Outcome,
+    outcome: &Outcome<'_>,
 ) -> Rendered {
     let mut r = Rendered {
         summary: args.map(|a| summary_from_args(ctx, a)).unwrap_or_default(),
@@ -389,7 +389,7 @@ fn render_failure(ctx: &RenderCtx<'_>, kind: ToolKind, status: &ResultStatus, f:
 
 /// Render an unknown tool: bounded fallback of its args and result (SPEC §8), summarised by up to
 /// three of its scalar args.
-pub fn render_unknown(name: &str, args: Option<&serde_json::Value>, result: Option<(&ResultStatus, &str)>) -> Rendered {
+pub fn render_unknown(name: &str, args: Option<&serde_json::Value>, result: Option<&ToolResult>) -> Rendered {
     let args = args.map(|a| {
         let mut a = a.clone();
         if let Some(o) = a.as_object_mut() {
@@ -398,10 +398,10 @@ pub fn render_unknown(name: &str, args: Option<&serde_json::Value>, result: Opti
         a
     });
     let args_lines: Vec<String> = args.as_ref().map(fallback_args).unwrap_or_default();
-    let is_error = result.is_some_and(|(st, _)| !st.is_success());
-    let result_text = result.map(|(st, raw)| {
-        let text = fallback_result(&result_text(raw));
-        if st.is_success() {
+    let is_error = result.is_some_and(|r| !r.status.is_success());
+    let result_text = result.map(|r| {
+        let text = fallback_result(&result_text(r));
+        if r.status.is_success() {
             text
         } else {
             error_body(&text)
@@ -443,14 +443,14 @@ fn scalar_args_summary(args: &serde_json::Value) -> String {
 
 /// Best text of an unknown result: a string, or an object's only string field, stays text;
 /// anything else is shown as compact JSON.
-fn result_text(raw: &str) -> String {
-    match serde_json::from_str::<serde_json::Value>(raw) {
-        Ok(serde_json::Value::String(t)) => t,
-        Ok(serde_json::Value::Object(o)) if o.len() == 1 && o.values().all(serde_json::Value::is_string) => {
-            o.into_iter().next().and_then(|(_, v)| v.as_str().map(str::to_owned)).unwrap_or_default()
+fn result_text(result: &ToolResult) -> String {
+    match result.tree() {
+        Some(serde_json::Value::String(t)) => t.clone(),
+        Some(serde_json::Value::Object(o)) if o.len() == 1 && o.values().all(serde_json::Value::is_string) => {
+            o.values().next().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default()
         }
-        Ok(v) => v.to_string(),
-        Err(_) => raw.to_owned(),
+        Some(v) => v.to_string(),
+        None => result.value.get().to_owned(),
     }
 }
 

@@ -4,12 +4,12 @@
 
 use serde_json::{json, Value};
 use std::sync::Arc;
-use toolstream_schemas::cursor_cli::tool_models::{parse_args, parse_failure, parse_success};
+use toolstream_schemas::cursor_cli::tool_models::{args_from_tree, ResultModel};
 
 use toolstream_schemas::cursor_exec::to_openai::OpenAiToolCall;
 use toolstream_schemas::cursor_exec::OPENAI_TOOL_CALL_FIELD;
 use toolstream_schemas::{
-    CallRef, Card, IncompleteCall, LineKind, RawJson, StyledLine, Tool, ToolEvent, ToolKind, ToolResult,
+    CallArgs, CallRef, Card, IncompleteCall, LineKind, StyledLine, Tool, ToolEvent, ToolKind, ToolResult,
 };
 
 use super::bodies::{render_known, render_unknown, summary_from_args, transcript_header, Outcome, RenderCtx, Rendered};
@@ -37,7 +37,13 @@ const MAX_ARG_CHARS: usize = 24_000;
 
 /// Build the card of a completed call.
 pub fn build_card(ctx: &CardContext<'_>, ev: &ToolEvent) -> Card {
-    let raw_args: Option<Value> = ev.args.as_ref().and_then(|a| serde_json::from_str(a.get()).ok());
+    // The args and the result were each read once (the args maybe by an earlier stage); every
+    // part of the card reads those.
+    let tree = ev.args.as_deref().and_then(CallArgs::tree);
+    if let (true, Some(r)) = (ctx.keep_recorded, &ev.result) {
+        // Kept as recorded: read as a tree first, the model is then read from it.
+        r.tree();
+    }
     let rctx = RenderCtx { cwd: ctx.cwd };
     let status = ev.result.as_ref().map(|r| r.status.as_str().to_owned());
     let rendered = match ev.tool.kind() {
@@ -45,22 +51,19 @@ pub fn build_card(ctx: &CardContext<'_>, ev: &ToolEvent) -> Card {
             // MCP calls reclassified as web search/fetch keep MCP-shaped payloads.
             let from_mcp = ev.wire_name.starts_with("mcp") && kind != ToolKind::Mcp;
             let payload_kind = if from_mcp { ToolKind::Mcp } else { kind };
-            let args = ev.args.as_ref().and_then(|a| parse_args(payload_kind, a.get()).ok());
+            let args = tree.and_then(|t| args_from_tree(payload_kind, t).ok());
             let outcome = outcome(payload_kind, ev.result.as_ref());
-            let mut r = render_known(&rctx, payload_kind, args.as_ref(), raw_args.as_ref(), &outcome);
+            let mut r = render_known(&rctx, payload_kind, args.as_ref(), tree, &outcome);
             if from_mcp {
-                r.summary = web_query_from_mcp(raw_args.as_ref()).unwrap_or_default();
+                r.summary = web_query_from_mcp(tree).unwrap_or_default();
                 r.summary_only = true;
                 r.header = transcript_header(kind, &r.summary, None);
             }
             r
         }
-        None => {
-            render_unknown(ev.tool.name(), raw_args.as_ref(), ev.result.as_ref().map(|r| (&r.status, r.value.get())))
-        }
+        None => render_unknown(ev.tool.name(), tree, ev.result.as_ref()),
     };
-    let recorded_args = if ctx.keep_recorded { raw_args.clone() } else { None };
-    let mut card = assemble(ctx, &ev.tool, rendered, raw_args, status, ev.call.call_ref.clone());
+    let mut card = assemble(ctx, &ev.tool, rendered, tree.cloned(), status, ev.call.call_ref.clone());
     card.started_ms = ev.started_at_ms;
     card.completed_ms = ev.completed_at_ms;
     // An exec call (SPEC §1.4) carries the OpenAI tool call it maps to, for the OpenAI sink.
@@ -71,9 +74,8 @@ pub fn build_card(ctx: &CardContext<'_>, ev: &ToolEvent) -> Card {
         obj.insert(OPENAI_TOOL_CALL_FIELD.into(), shown);
     }
     if ctx.keep_recorded {
-        let result = ev.result.as_ref().and_then(|r| serde_json::from_str::<Value>(r.value.get()).ok());
-        card.recorded_result = result.map(|v| recorded(ctx, v));
-        card.recorded_args = recorded_args.map(|v| recorded(ctx, v));
+        card.recorded_result = ev.result.as_ref().and_then(ToolResult::tree).map(|v| recorded(ctx, v.clone()));
+        card.recorded_args = tree.map(|v| recorded(ctx, v.clone()));
     }
     card
 }
@@ -86,11 +88,11 @@ fn recorded(ctx: &CardContext<'_>, mut v: Value) -> Value {
 }
 
 /// The visible error card of a call that never completed (SPEC §5.3).
-pub fn incomplete_card(ctx: &CardContext<'_>, rec: &IncompleteCall, args: Option<&RawJson>) -> Card {
-    let raw_args: Option<Value> = args.and_then(|a| serde_json::from_str(a.get()).ok());
-    let summary = match (rec.source_tool.kind(), args) {
-        (Some(kind), Some(a)) => {
-            parse_args(kind, a.get()).map(|a| summary_from_args(&RenderCtx { cwd: ctx.cwd }, &a)).unwrap_or_default()
+pub fn incomplete_card(ctx: &CardContext<'_>, rec: &IncompleteCall, args: Option<&CallArgs>) -> Card {
+    let tree = args.and_then(CallArgs::tree);
+    let summary = match (rec.source_tool.kind(), tree) {
+        (Some(kind), Some(t)) => {
+            args_from_tree(kind, t).map(|a| summary_from_args(&RenderCtx { cwd: ctx.cwd }, &a)).unwrap_or_default()
         }
         _ => String::new(),
     };
@@ -103,8 +105,8 @@ pub fn incomplete_card(ctx: &CardContext<'_>, rec: &IncompleteCall, args: Option
         variant: "activity",
         ..Rendered::default()
     };
-    let recorded_args = if ctx.keep_recorded { raw_args.clone().map(|v| recorded(ctx, v)) } else { None };
-    let mut card = assemble(ctx, &rec.source_tool, rendered, raw_args, None, rec.call.clone());
+    let recorded_args = if ctx.keep_recorded { tree.map(|v| recorded(ctx, v.clone())) } else { None };
+    let mut card = assemble(ctx, &rec.source_tool, rendered, tree.cloned(), None, rec.call.clone());
     card.headline = format!("{} did not complete: {reason}", card.headline);
     // The title line says it all; the body (for pi) repeats it.
     card.preview.clear();
@@ -116,21 +118,14 @@ pub fn incomplete_card(ctx: &CardContext<'_>, rec: &IncompleteCall, args: Option
     card
 }
 
-fn outcome(kind: ToolKind, result: Option<&ToolResult>) -> Outcome {
+fn outcome(kind: ToolKind, result: Option<&ToolResult>) -> Outcome<'_> {
     let Some(r) = result else {
         return Outcome::Missing;
     };
-    let raw = r.value.get();
-    if r.status.is_success() {
-        match parse_success(kind, raw) {
-            Ok(s) => Outcome::Success(Box::new(s)),
-            Err(_) => Outcome::Unreadable(r.status.clone(), raw.to_owned()),
-        }
-    } else {
-        match parse_failure(raw) {
-            Ok(f) => Outcome::Failure(r.status.clone(), Box::new(f)),
-            Err(_) => Outcome::Unreadable(r.status.clone(), raw.to_owned()),
-        }
+    match r.model(kind) {
+        ResultModel::Success(s) => Outcome::Success(s),
+        ResultModel::Failure(f) => Outcome::Failure(r.status.clone(), f),
+        ResultModel::Unreadable => Outcome::Unreadable(r.status.clone(), r.value.get()),
     }
 }
 
@@ -338,7 +333,7 @@ fn bound_strings(v: &mut Value) {
 mod tests {
     use super::*;
     use serde_json::value::RawValue;
-    use toolstream_schemas::ResultStatus;
+    use toolstream_schemas::{RawJson, ResultStatus};
 
     fn raw(s: &str) -> RawJson {
         RawValue::from_string(s.to_owned()).unwrap()
@@ -349,8 +344,8 @@ mod tests {
             call_id: "call-1".into(),
             tool: Tool::from_cli_key(key),
             wire_name: key.into(),
-            args: args.map(raw),
-            result: Some(ToolResult { status: ResultStatus::from_key(arm), value: raw(value), extra: Vec::new() }),
+            args: args.map(|a| Arc::new(CallArgs::from_json(a).unwrap())),
+            result: Some(ToolResult::new(ResultStatus::from_key(arm), raw(value))),
             model_call_id: None,
             started_at_ms: None,
             completed_at_ms: None,

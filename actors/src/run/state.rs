@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use toolstream_schemas::ids::{call_ref, run_label};
 use toolstream_schemas::{
-    CallRef, IncompleteCall, IncompleteReason, Input, InputEvent, Output, OutputEvent, RawJson, RunEnd, RunId,
+    CallArgs, CallRef, IncompleteCall, IncompleteReason, Input, InputEvent, Output, OutputEvent, RunEnd, RunId,
     RunStart, RunStatus, RunTotals, SegmentKind, StopReason, Tool, ToolEvent, Usage, CANCELLED_MESSAGE,
 };
 
@@ -67,7 +67,7 @@ struct Started {
     key: u64,
     call: CallRef,
     tool: Tool,
-    args: Option<RawJson>,
+    args: Option<Arc<CallArgs>>,
 }
 
 /// One open run.
@@ -502,7 +502,7 @@ impl Run {
                         self.batch = Batch::Settling { until: self.now, usage_seen: true };
                     }
                     self.cards += 1;
-                    let card = incomplete_card(&self.card_context(cfg), &rec, call.args.as_ref());
+                    let card = incomplete_card(&self.card_context(cfg), &rec, call.args.as_deref());
                     self.emit(out, Output::IncompleteCall(Box::new(rec)));
                     self.emit(out, Output::Card(Box::new(card)));
                 }

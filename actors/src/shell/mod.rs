@@ -7,7 +7,7 @@
 use rustc_hash::FxHashMap as HashMap;
 use std::sync::Arc;
 
-use serde_json::Value;
+use toolstream_schemas::cursor_cli::tool_models::{ResultModel, ToolSuccess};
 use toolstream_schemas::{CallRef, Input, InputEvent, ShellStream, Tool, ToolEvent, ToolKind};
 
 use crate::item::{Item, Line};
@@ -85,7 +85,7 @@ impl ShellCore {
                 let Some(list) = self.active.get_mut(&ev.session) else { return };
                 let Some(i) = list.iter().position(|s| s.key == t.call.key) else { return };
                 let shell = list.remove(i);
-                if !shell.ambiguous && !shell.buffer.trim().is_empty() && fill_blank_output(t, &shell.buffer) {
+                if !shell.ambiguous && !shell.buffer.trim().is_empty() && fill_blank_output(t, shell.buffer) {
                     out.push(diagnostic(&ev.session, at_ms, "display_decision", &shell.call, "shell-delta-fallback"));
                 }
             }
@@ -143,27 +143,22 @@ fn stream_name(s: ShellStream) -> &'static str {
 }
 
 /// Replace the recorded output of a successful shell whose stdout and stderr are both blank.
-/// Recorded non-empty output always wins. Returns whether it replaced anything.
-fn fill_blank_output(t: &mut ToolEvent, buffered: &str) -> bool {
+/// Recorded non-empty output always wins. Returns whether it replaced anything. The result is read
+/// as its model here, once: the card reads the same model.
+fn fill_blank_output(t: &mut ToolEvent, buffered: String) -> bool {
     let Some(result) = t.result.as_mut() else { return false };
     if !result.status.is_success() {
         return false;
     }
-    let Ok(Value::Object(mut obj)) = serde_json::from_str::<Value>(result.value.get()) else {
+    let ResultModel::Success(ToolSuccess::Shell(shell)) = result.model(ToolKind::Shell) else {
         return false;
     };
-    let blank = |k: &str| obj.get(k).and_then(Value::as_str).is_none_or(|s| s.trim().is_empty());
-    if !blank("stdout") || !blank("stderr") {
+    let blank = |s: &Option<String>| s.as_deref().is_none_or(|s| s.trim().is_empty());
+    if !blank(&shell.stdout) || !blank(&shell.stderr) {
         return false;
     }
-    obj.insert("stdout".into(), buffered.into());
-    match serde_json::value::to_raw_value(&Value::Object(obj)) {
-        Ok(raw) => {
-            result.value = raw;
-            true
-        }
-        Err(_) => false,
-    }
+    result.set_stdout_from_deltas(buffered);
+    true
 }
 
 fn cut_bytes(s: &str, max: usize) -> &str {

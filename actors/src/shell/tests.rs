@@ -1,5 +1,6 @@
 use std::sync::Arc;
 
+use toolstream_schemas::cursor_cli::tool_models::{ResultModel, ToolSuccess};
 use toolstream_schemas::{Input, InputEvent, ResultStatus, ShellStream, SourcePos, Tool, ToolEvent, ToolKind};
 
 use super::ShellCore;
@@ -32,8 +33,12 @@ fn completed_stdout(out: &[Item]) -> Vec<String> {
     out.iter()
         .filter_map(|i| match i {
             Item::Input(InputEvent { kind: Input::ToolCompleted(t), .. }) => {
-                let v: serde_json::Value = serde_json::from_str(t.result.as_ref()?.value.get()).ok()?;
-                Some(v["stdout"].as_str().unwrap_or("").to_owned())
+                // What the card reads: the model, and the tree kept for sinks that store results.
+                let r = t.result.as_ref()?;
+                let ResultModel::Success(ToolSuccess::Shell(s)) = r.model(ToolKind::Shell) else { return None };
+                let stdout = s.stdout.clone().unwrap_or_default();
+                assert_eq!(r.tree()?["stdout"].as_str().unwrap_or(""), stdout);
+                Some(stdout)
             }
             _ => None,
         })

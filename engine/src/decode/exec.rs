@@ -24,8 +24,8 @@ use toolstream_schemas::cursor_exec::{
     Outcome, ShellResult,
 };
 use toolstream_schemas::{
-    CallIdent, Input, InputEvent, Int, ResultStatus, RunEnd, RunStart, RunStatus, SourcePos, TokenUsage, Tool,
-    ToolEvent, ToolKind, ToolResult,
+    CallArgs, CallIdent, Input, InputEvent, Int, ResultStatus, RunEnd, RunStart, RunStatus, SourcePos, TokenUsage,
+    Tool, ToolEvent, ToolKind, ToolResult,
 };
 
 /// A started exec call, kept until its result.
@@ -34,7 +34,7 @@ struct Started {
     key: String,
     tool: Tool,
     wire_name: String,
-    args: Value,
+    args: Arc<CallArgs>,
     request: ExecRequest,
     /// The OpenAI tool call it maps to.
     openai: Option<Arc<OpenAiToolCall>>,
@@ -130,13 +130,14 @@ impl ExecDecoder {
     fn request(&mut self, msg: &ExecServerMessage, push: &mut impl FnMut(Input)) -> Result<(), String> {
         let request = msg.request();
         let (tool, wire_name, args) = canonical_args(&request);
+        let args = Arc::new(CallArgs::from_tree(args).map_err(|e| e.to_string())?);
         let key = msg.call_key();
         let openai = to_tool_call(msg).map(Arc::new);
         push(Input::ToolStarted(Box::new(ToolEvent {
             call_id: key.clone(),
             tool: tool.clone(),
             wire_name: wire_name.clone(),
-            args: Some(raw(&args)?),
+            args: Some(args.clone()),
             result: None,
             model_call_id: None,
             started_at_ms: None,
@@ -164,8 +165,8 @@ impl ExecDecoder {
             call_id: s.key,
             tool: s.tool,
             wire_name: s.wire_name,
-            args: Some(raw(&s.args)?),
-            result: Some(ToolResult { status, value: raw(&value)?, extra: Vec::new() }),
+            args: Some(s.args),
+            result: Some(ToolResult::new(status, raw(&value)?)),
             model_call_id: None,
             started_at_ms: None,
             completed_at_ms: None,

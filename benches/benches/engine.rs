@@ -167,6 +167,7 @@ fn bench_cards(c: &mut Criterion) {
         turn: 0,
         replay_id: "r".into(),
         keep_recorded: false,
+        compact: Default::default(),
     };
     let calls = [
         (

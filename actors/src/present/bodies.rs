@@ -34,6 +34,8 @@ pub struct Rendered {
     pub sections: Vec<String>,
     /// Where a generated image was saved (relative to the cwd when inside it): pi shows it inline.
     pub image_path: Option<String>,
+    /// A shell call's body in its parts (its output is bounded, and maybe compacted, on its own).
+    pub shell: Option<ShellBody>,
 }
 
 impl Rendered {
@@ -220,7 +222,7 @@ fn render_success(
 ) {
     match ok {
         ToolSuccess::Shell(o) => {
-            r.body = shell_body(
+            let body = ShellBody::new(
                 s(&o.stdout),
                 s(&o.stderr),
                 s(&o.interleaved_output),
@@ -228,6 +230,8 @@ fn render_success(
                 o.execution_time,
                 shell_timeout(args),
             );
+            r.body = body.text();
+            r.shell = Some(body);
             r.is_error = o.exit_code.is_some_and(|c| c.get() != 0);
             if r.summary.is_empty() {
                 r.summary = s(&o.command).to_owned();
@@ -374,12 +378,14 @@ fn render_failure(ctx: &RenderCtx<'_>, kind: ToolKind, status: &ResultStatus, f:
             None => "Rejected: not allowed to run (no reason given; a hook or a missing --force refused it)".into(),
         },
         _ if kind == ToolKind::Shell && (f.exit_code.is_some() || f.stdout.is_some() || f.stderr.is_some()) => {
-            let mut b = shell_body(s(&f.stdout), s(&f.stderr), s(&f.interleaved_output), f.exit_code, None, None);
+            let mut b = ShellBody::new(s(&f.stdout), s(&f.stderr), s(&f.interleaved_output), f.exit_code, None, None);
             if f.aborted == Some(true) {
                 let why = nonblank(&f.abort_reason).unwrap_or("aborted");
-                b.push_str(&format!("\n\nCommand aborted ({why})"));
+                b.aborted = Some(format!("Command aborted ({why})"));
             }
-            b
+            let text = b.text();
+            r.shell = Some(b);
+            text
         }
         ResultStatus::Timeout => f.error_text().map_or_else(|| "Timed out".to_owned(), |e| format!("Timed out: {e}")),
         // An explicit error result reads `Error: <error>` (SPEC §4).
@@ -461,6 +467,70 @@ fn shell_timeout(args: Option<&ToolArgs>) -> Option<i64> {
     }
 }
 
+/// A shell call's body in its parts (SPEC §6b): what the command printed — trimmed stdout, then
+/// trimmed stderr, or its interleaved output — and the lines saying how it ended (exit code when
+/// non-zero, the background note when it ran into its timeout, an abort). The output part is what
+/// compaction and the shell bound work on; the status lines are always kept.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ShellBody {
+    pub output: String,
+    pub status: Vec<String>,
+    /// `Command aborted (…)`, after everything else.
+    pub aborted: Option<String>,
+    pub exit_code: Option<i32>,
+}
+
+impl ShellBody {
+    pub fn new(
+        stdout: &str,
+        stderr: &str,
+        interleaved: &str,
+        exit_code: Option<Int>,
+        execution_ms: Option<Int>,
+        timeout_ms: Option<i64>,
+    ) -> ShellBody {
+        let (out, err) = (stdout.trim(), stderr.trim());
+        let output = match (out.is_empty(), err.is_empty()) {
+            (true, true) => interleaved.trim().to_owned(),
+            (false, true) => out.to_owned(),
+            (true, false) => err.to_owned(),
+            (false, false) => format!("{out}\n\n{err}"),
+        };
+        let mut status = Vec::new();
+        if let Some(code) = exit_code.filter(|c| c.get() != 0) {
+            status.push(format!("Command exited with code {code}"));
+        }
+        if let (Some(t), Some(e)) = (timeout_ms.filter(|t| *t > 0), execution_ms) {
+            if e.get() >= t {
+                status.push(format!("Command backgrounded after {} second timeout", t / 1000));
+            }
+        }
+        let exit_code = exit_code.and_then(|c| i32::try_from(c.get()).ok());
+        ShellBody { output, status, aborted: None, exit_code }
+    }
+
+    /// The body with `output` standing for the command's output: the parts joined by blank
+    /// lines, `(no output)` when all are empty, then the abort note.
+    pub fn text_with(&self, output: &str) -> String {
+        let mut parts: Vec<&str> = Vec::with_capacity(1 + self.status.len());
+        if !output.is_empty() {
+            parts.push(output);
+        }
+        parts.extend(self.status.iter().map(String::as_str));
+        let mut text = if parts.is_empty() { "(no output)".to_owned() } else { parts.join("\n\n") };
+        if let Some(a) = &self.aborted {
+            text.push_str("\n\n");
+            text.push_str(a);
+        }
+        text
+    }
+
+    /// The body as recorded.
+    pub fn text(&self) -> String {
+        self.text_with(&self.output)
+    }
+}
+
 /// Shell card body (SPEC §6b): trimmed stdout, trimmed stderr, exit code when non-zero, the
 /// background note when the command ran into its timeout; `(no output)` when all are empty.
 pub fn shell_body(
@@ -471,33 +541,7 @@ pub fn shell_body(
     execution_ms: Option<Int>,
     timeout_ms: Option<i64>,
 ) -> String {
-    let mut parts: Vec<String> = Vec::new();
-    let (out, err) = (stdout.trim(), stderr.trim());
-    if out.is_empty() && err.is_empty() {
-        if !interleaved.trim().is_empty() {
-            parts.push(interleaved.trim().to_owned());
-        }
-    } else {
-        if !out.is_empty() {
-            parts.push(out.to_owned());
-        }
-        if !err.is_empty() {
-            parts.push(err.to_owned());
-        }
-    }
-    if let Some(code) = exit_code.filter(|c| c.get() != 0) {
-        parts.push(format!("Command exited with code {code}"));
-    }
-    if let (Some(t), Some(e)) = (timeout_ms.filter(|t| *t > 0), execution_ms) {
-        if e.get() >= t {
-            parts.push(format!("Command backgrounded after {} second timeout", t / 1000));
-        }
-    }
-    if parts.is_empty() {
-        "(no output)".into()
-    } else {
-        parts.join("\n\n")
-    }
+    ShellBody::new(stdout, stderr, interleaved, exit_code, execution_ms, timeout_ms).text()
 }
 
 fn list_body(items: &[String]) -> String {

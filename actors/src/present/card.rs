@@ -12,11 +12,26 @@ use toolstream_schemas::{
     CallArgs, CallRef, Card, IncompleteCall, LineKind, StyledLine, Tool, ToolEvent, ToolKind, ToolResult,
 };
 
-use super::bodies::{render_known, render_unknown, summary_from_args, transcript_header, Outcome, RenderCtx, Rendered};
-use super::bounds::{bound_transcript, display_line, preview, relative_path, DISPLAY_LINE_CHARS, TRANSCRIPT_MAX_CHARS};
+use super::bodies::{
+    render_known, render_unknown, summary_from_args, transcript_header, Outcome, RenderCtx, Rendered, ShellBody,
+};
+use super::bounds::{
+    bound_shell_output, bound_transcript, display_line, preview, relative_path, shell_preview, Preview,
+    DISPLAY_LINE_CHARS, TRANSCRIPT_MAX_CHARS,
+};
 use super::diff::{diff_preview, format_diff_line, parse_unified, DiffLine, DiffLineKind, DIFF_PREVIEW_COLLAPSED};
 use super::display_args::{display_args, incomplete_args, DisplayInput};
 use super::scrub::Scrubber;
+use crate::compact::{compact, Request};
+
+/// Which shell results are compacted (SPEC §10): what pi's model reads (`--compact`), what the
+/// terminal cards show (`--compact-cards`). Compaction reads the whole recorded output, before
+/// any bound.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Compaction {
+    pub model: bool,
+    pub cards: bool,
+}
 
 /// What a card needs besides the call itself.
 #[derive(Debug)]
@@ -30,6 +45,7 @@ pub struct CardContext<'a> {
     /// Keep the recorded args and result on the card (scrubbed, bounded) for sinks that store
     /// the call itself (Cursor bubbles); off, nobody pays for it.
     pub keep_recorded: bool,
+    pub compact: Compaction,
 }
 
 /// Longest string kept in replay arguments.
@@ -162,8 +178,11 @@ fn assemble(
     // An edit's body is its diff: scrubbed and bounded once for both.
     let scrubbed_diff = r.diff.as_deref().map(|d| sc.scrub(d));
     let body_is_diff = r.diff.as_deref() == Some(r.body.as_str());
-    let content = match &scrubbed_diff {
-        Some(d) if body_is_diff => bound_transcript(d).into_owned(),
+    // A shell's output is bounded as pi's bash bounds it, compacted first where asked for.
+    let mut shell = r.shell.as_ref().map(|b| ShellShown::new(ctx, b, &r.summary));
+    let content = match (&scrubbed_diff, &mut shell) {
+        (_, Some(shell)) => std::mem::take(&mut shell.content),
+        (Some(d), None) if body_is_diff => bound_transcript(d).into_owned(),
         _ => bound_transcript(&sc.scrub(&r.body)).into_owned(),
     };
     // Web activity stays a title line when collapsed; an error still shows why.
@@ -185,7 +204,10 @@ fn assemble(
         }
         None if summary_only => (Vec::new(), 0, Vec::new(), 0),
         None => {
-            let p = preview(&content, false);
+            let p = match &mut shell {
+                Some(shell) => std::mem::take(&mut shell.preview),
+                None => preview(&content, false),
+            };
             let lines = p.lines.into_iter().map(|text| StyledLine { kind: LineKind::Plain, text }).collect();
             (lines, p.hidden_lines, Vec::new(), 0)
         }
@@ -217,7 +239,9 @@ fn assemble(
     let variant = if pi_tool == "cursor" && r.variant.starts_with("native") { "activity" } else { r.variant };
     // What pi's model reads. Without a header or sections it is the body alone: the content,
     // already scrubbed and bounded (one pass over the body, not two).
-    let result_text = if r.header.is_none() && r.sections.is_empty() {
+    let result_text = if let Some(shell) = shell {
+        shell.result_text.unwrap_or_else(|| content.clone())
+    } else if r.header.is_none() && r.sections.is_empty() {
         if r.body.trim().is_empty() {
             String::new()
         } else {
@@ -283,6 +307,60 @@ fn assemble(
         recorded_result: None,
         recorded_args: None,
         openai_call: None,
+    }
+}
+
+/// A shell call's body as its card shows it (SPEC §8): scrubbed; its output compacted (SPEC §10)
+/// where asked for — whole, before any bound — then bounded as pi's bash bounds it.
+struct ShellShown {
+    /// What the terminal shows expanded (and pi's model reads, unless only its result text is
+    /// compacted).
+    content: String,
+    /// What pi's model reads, when it differs from `content` (compacted for the model only).
+    result_text: Option<String>,
+    /// The collapsed preview: the first and the last lines of the whole body.
+    preview: Preview,
+}
+
+impl ShellShown {
+    /// `command`: what ran (it picks the compaction rules).
+    fn new(ctx: &CardContext<'_>, recorded: &ShellBody, command: &str) -> ShellShown {
+        let sc = ctx.scrubber;
+        let output = sc.scrub(&recorded.output);
+        let scrubbed_abort = recorded.aborted.as_deref().map(|a| sc.scrub(a));
+        // The status lines are the body's own words; only the abort reason came from the input.
+        let body = ShellBody {
+            output: String::new(),
+            status: recorded.status.clone(),
+            aborted: scrubbed_abort.map(std::borrow::Cow::into_owned),
+            exit_code: recorded.exit_code,
+        };
+        let command = sc.scrub(command);
+        let compacted = |on: bool| -> Option<String> {
+            on.then(|| {
+                let req = Request {
+                    command: Some(&command),
+                    output: &output,
+                    exit_code: body.exit_code,
+                    ..Request::default()
+                };
+                compact(&req).text
+            })
+        };
+        let cards = compacted(ctx.compact.cards);
+        let shown_output = cards.as_deref().unwrap_or(&output);
+        let bounded = bound_shell_output(shown_output);
+        let content = body.text_with(&bounded);
+        // The preview reads the whole body: the content itself unless the bound cut it.
+        let preview = match bounded {
+            std::borrow::Cow::Borrowed(_) => shell_preview(&content),
+            std::borrow::Cow::Owned(_) => shell_preview(&body.text_with(shown_output)),
+        };
+        let result_text = (ctx.compact.model != ctx.compact.cards).then(|| {
+            let model = compacted(ctx.compact.model);
+            body.text_with(&bound_shell_output(model.as_deref().unwrap_or(&output)))
+        });
+        ShellShown { content, result_text, preview }
     }
 }
 
@@ -363,6 +441,7 @@ mod tests {
             turn: 0,
             replay_id: "cursor-replay-r-tool-1".into(),
             keep_recorded: false,
+            compact: Compaction::default(),
         }
     }
 

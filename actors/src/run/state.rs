@@ -435,6 +435,7 @@ impl Run {
             turn: self.turn,
             replay_id: format!("cursor-replay-{}-tool-{}", self.label, self.cards),
             keep_recorded: cfg.keep_recorded,
+            compact: cfg.compact,
         }
     }
 

@@ -114,7 +114,6 @@ pub fn serve(opts: ProviderOptions) -> i32 {
         provider_sink.hide_bridged_cards();
     }
     let provider: Box<dyn Sink> = Box::new(provider_sink);
-    let provider = if opts.compact { crate::compact_stage::CompactShellResults::wrap(provider) } else { provider };
     let mut sinks: Vec<Box<dyn Sink>> = vec![provider];
     if opts.config.trace_enabled.value {
         let path = &opts.config.trace_file.value;
@@ -124,12 +123,14 @@ pub fn serve(opts: ProviderOptions) -> i32 {
         }
     }
     let mut plans: Vec<SinkPlan> = sinks.into_iter().map(SinkPlan::ready).collect();
-    let ctx = SinkContext::headless(opts.config.trace_limit_bytes.value, opts.compact);
+    let ctx = SinkContext::headless(opts.config.trace_limit_bytes.value);
     plans.extend(opts.sinks.iter().map(|spec| spec.plan(&ctx, opts.config.when_full(spec.kind))));
     let user_sinks: Vec<String> = opts.sinks.iter().map(SinkSpec::label).collect();
     let mut popts = opts.pipeline;
     popts.shards = 1;
     popts.shard.keep_recorded = keeps_recorded(&opts.sinks);
+    // `--compact`: what pi's model reads is compacted (SPEC §10).
+    popts.shard.compact.model = opts.compact;
     let mcp = bridge.as_ref().map(|b| b.server().clone());
     let (source, agent) = match open_source(&request, opts.cursor_agent.clone(), mcp) {
         Ok(s) => s,

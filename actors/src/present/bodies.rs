@@ -477,7 +477,6 @@ pub struct ShellBody {
     pub status: Vec<String>,
     /// `Command aborted (…)`, after everything else.
     pub aborted: Option<String>,
-    pub exit_code: Option<i32>,
 }
 
 impl ShellBody {
@@ -505,8 +504,7 @@ impl ShellBody {
                 status.push(format!("Command backgrounded after {} second timeout", t / 1000));
             }
         }
-        let exit_code = exit_code.and_then(|c| i32::try_from(c.get()).ok());
-        ShellBody { output, status, aborted: None, exit_code }
+        ShellBody { output, status, aborted: None }
     }
 
     /// The body with `output` standing for the command's output: the parts joined by blank

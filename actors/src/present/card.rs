@@ -333,17 +333,13 @@ impl ShellShown {
             output: String::new(),
             status: recorded.status.clone(),
             aborted: scrubbed_abort.map(std::borrow::Cow::into_owned),
-            exit_code: recorded.exit_code,
         };
         let command = sc.scrub(command);
         let compacted = |on: bool| -> Option<String> {
             on.then(|| {
-                let req = Request {
-                    command: Some(&command),
-                    output: &output,
-                    exit_code: body.exit_code,
-                    ..Request::default()
-                };
+                // No exit code: the body's own status line says it, after the output (the
+                // compactor would add an `exit N` header of its own).
+                let req = Request { command: Some(&command), output: &output, ..Request::default() };
                 compact(&req).text
             })
         };

@@ -529,19 +529,6 @@ impl ShellBody {
     }
 }
 
-/// Shell card body (SPEC §6b): trimmed stdout, trimmed stderr, exit code when non-zero, the
-/// background note when the command ran into its timeout; `(no output)` when all are empty.
-pub fn shell_body(
-    stdout: &str,
-    stderr: &str,
-    interleaved: &str,
-    exit_code: Option<Int>,
-    execution_ms: Option<Int>,
-    timeout_ms: Option<i64>,
-) -> String {
-    ShellBody::new(stdout, stderr, interleaved, exit_code, execution_ms, timeout_ms).text()
-}
-
 fn list_body(items: &[String]) -> String {
     let (shown, more) = bound_list(items);
     let mut out = shown.join("\n");
@@ -733,6 +720,9 @@ mod tests {
 
     #[test]
     fn shell_body_rules() {
+        let shell_body = |o: &str, e: &str, i: &str, code: Option<Int>, ran: Option<Int>, timeout: Option<i64>| {
+            ShellBody::new(o, e, i, code, ran, timeout).text()
+        };
         assert_eq!(shell_body("", "", "", Some(Int(0)), None, None), "(no output)");
         assert_eq!(shell_body("  hi\n", "", "", Some(Int(0)), None, None), "hi");
         assert_eq!(shell_body("", "OOPS\n", "", Some(Int(3)), None, None), "OOPS\n\nCommand exited with code 3");

@@ -122,14 +122,17 @@ fn tool_event(id: &str, tool: T, args: Option<u16>, result: Option<(bool, &str)>
         call_id: id.into(),
         tool: tool.tool(),
         wire_name: tool.kind().spec().cli_key.into(),
-        args: args.map(|v| raw(args_json(tool, v))),
+        args: args.map(|v| std::sync::Arc::new(toolstream_schemas::CallArgs::new(raw(args_json(tool, v))))),
         result: result.map(|(ok, stdout)| {
             let (status, value) = result_json(tool, ok, stdout);
-            ToolResult { status, value: raw(value), extra: vec![] }
+            ToolResult::new(status, raw(value))
         }),
         model_call_id: None,
         started_at_ms: None,
         completed_at_ms: None,
+        openai_call: None,
+        reported_call_id: None,
+        call: toolstream_schemas::CallIdent::default(),
         extra: vec![],
     })
 }

@@ -16,7 +16,7 @@ use toolstream_actors::present::scrub::Scrubber;
 use toolstream_actors::run::Coordinator;
 use toolstream_actors::shell::ShellCore;
 use toolstream_actors::usage::UsageCore;
-use toolstream_schemas::{InputEvent, OutputEvent, ResultStatus, Tool, ToolEvent, ToolKind, ToolResult};
+use toolstream_schemas::{CallIdent, InputEvent, OutputEvent, ResultStatus, Tool, ToolEvent, ToolKind, ToolResult};
 
 /// The allocator the `toolstream` binary uses, so these numbers are the binary's.
 #[global_allocator]
@@ -34,6 +34,16 @@ fn decode_all(bytes: &[u8]) -> Vec<InputEvent> {
 
 fn items(bytes: &[u8]) -> Vec<Item> {
     decode_all(bytes).into_iter().map(Item::Input).collect()
+}
+
+/// The items as intake hands them to the stages after it (calls matched and identified).
+fn matched(bytes: &[u8]) -> Vec<Item> {
+    let mut intake = IntakeCore::default();
+    let mut out = Vec::new();
+    for i in items(bytes) {
+        intake.push(i, &mut out);
+    }
+    out
 }
 
 fn bench_decode(c: &mut Criterion) {
@@ -88,7 +98,7 @@ fn bench_stages(c: &mut Criterion) {
         c,
         "shell delta",
         n,
-        || items(&corpus),
+        || matched(&corpus),
         || {
             let mut core = ShellCore::default();
             move |i, out: &mut Vec<Item>| core.push(i, out)
@@ -98,7 +108,7 @@ fn bench_stages(c: &mut Criterion) {
         c,
         "lifecycle",
         n,
-        || items(&corpus),
+        || matched(&corpus),
         || {
             let mut core = LifecycleCore::default();
             move |i, out: &mut Vec<Item>| core.push(i, out)
@@ -108,7 +118,7 @@ fn bench_stages(c: &mut Criterion) {
         c,
         "run (incl. card building)",
         n,
-        || items(&corpus),
+        || matched(&corpus),
         || {
             let mut core = Coordinator::default();
             move |i, out: &mut Vec<RunOutput>| core.push(i, out)
@@ -117,7 +127,7 @@ fn bench_stages(c: &mut Criterion) {
     let outputs = || {
         let mut run = Coordinator::default();
         let mut out = Vec::new();
-        for i in items(&corpus) {
+        for i in matched(&corpus) {
             run.push(i, &mut out);
         }
         out
@@ -138,11 +148,14 @@ fn completed(kind: ToolKind, args: &str, value: &str) -> ToolEvent {
         call_id: "call-1\nfc_1".into(),
         tool: Tool::Known(kind),
         wire_name: kind.spec().cli_key.into(),
-        args: Some(raw(args)),
-        result: Some(ToolResult { status: ResultStatus::Success, value: raw(value), extra: vec![] }),
+        args: Some(std::sync::Arc::new(toolstream_schemas::CallArgs::new(raw(args)))),
+        result: Some(ToolResult::new(ResultStatus::Success, raw(value))),
         model_call_id: None,
         started_at_ms: None,
         completed_at_ms: None,
+        openai_call: None,
+        reported_call_id: None,
+        call: CallIdent::default(),
         extra: vec![],
     }
 }
@@ -155,6 +168,7 @@ fn bench_cards(c: &mut Criterion) {
         turn: 0,
         replay_id: "r".into(),
         keep_recorded: false,
+        compact: Default::default(),
     };
     let calls = [
         (

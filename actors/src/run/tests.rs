@@ -8,7 +8,40 @@ use toolstream_schemas::{
 };
 
 use super::{Coordinator, CoordinatorConfig};
-use crate::item::RunOutput;
+use crate::intake::IntakeCore;
+use crate::item::{Item, RunOutput};
+
+/// The run stage behind intake, as a shard runs it: intake matches the calls.
+struct Stage {
+    intake: IntakeCore,
+    run: Coordinator,
+    between: Vec<Item>,
+}
+
+impl Stage {
+    fn new() -> Stage {
+        Stage {
+            intake: IntakeCore::default(),
+            run: Coordinator::new(CoordinatorConfig::default()),
+            between: Vec::new(),
+        }
+    }
+
+    fn handle(&mut self, ev: InputEvent, out: &mut Vec<RunOutput>) {
+        self.push(Item::Input(ev), out);
+    }
+
+    fn push(&mut self, item: Item, out: &mut Vec<RunOutput>) {
+        self.intake.push(item, &mut self.between);
+        for i in self.between.drain(..) {
+            self.run.push(i, out);
+        }
+    }
+
+    fn finish(&mut self, out: &mut Vec<RunOutput>) {
+        self.push(Item::EndOfSource, out);
+    }
+}
 
 fn ev(session: &str, at: u64, kind: Input) -> InputEvent {
     InputEvent { session: Arc::from(session), at_ms: Some(at), pos: SourcePos::default(), kind }
@@ -31,7 +64,7 @@ fn end(status: RunStatus, result: Option<&str>) -> Input {
 }
 
 fn run(events: Vec<InputEvent>) -> Vec<OutputEvent> {
-    let mut c = Coordinator::new(CoordinatorConfig::default());
+    let mut c = Stage::new();
     let mut out = Vec::new();
     for e in events {
         c.handle(e, &mut out);
@@ -213,12 +246,12 @@ fn a_stream_that_ends_without_its_result_says_so_and_cancel_never_shows_a_card()
     assert!(t.contains(&"card:Cursor MCP x did not complete: stream ended without a result!".to_owned()), "{t:?}");
     assert!(t.contains(&"end:Error".to_owned()));
 
-    let mut c = Coordinator::new(CoordinatorConfig::default());
+    let mut c = Stage::new();
     let mut out = Vec::new();
     c.handle(start(), &mut out);
     c.handle(ev(S, 1, Input::TextDelta { text: "Let me".into() }), &mut out);
     c.handle(ev(S, 2, Input::ToolStarted(tool("a", ToolKind::Task, Some("{}"), None))), &mut out);
-    c.cancel_all(&mut out);
+    c.push(Item::Cancel, &mut out);
     c.finish(&mut out); // nothing left to close
     let events = sink_facing(out);
     let t = trace(&events);
@@ -239,7 +272,7 @@ fn a_stream_that_ends_without_its_result_says_so_and_cancel_never_shows_a_card()
         _ => None,
     });
     assert_eq!(error.as_deref(), Some("Cancelled: Cursor run was cancelled."));
-    assert_eq!(c.runs_open(), 0);
+    assert_eq!(c.run.runs_open(), 0);
 }
 
 #[test]
@@ -450,13 +483,13 @@ fn without_known_secrets_text_passes_as_it_came() {
 
 #[test]
 fn a_failed_source_fails_its_open_runs_with_its_message_as_a_reported_failure() {
-    let mut c = Coordinator::new(CoordinatorConfig::default());
+    let mut c = Stage::new();
     let mut out = Vec::new();
     c.handle(start(), &mut out);
     c.handle(ev(S, 1, Input::ToolStarted(tool("a", ToolKind::Mcp, Some(r#"{"toolName":"x"}"#), None))), &mut out);
     c.handle(ev(S, 2, Input::TextDelta { text: "Working.".into() }), &mut out);
-    c.push(crate::item::Item::SourceFailed(Arc::from("cursor-agent exited with status 3: boom")), &mut out);
-    c.push(crate::item::Item::EndOfSource, &mut out); // nothing left to close
+    c.push(Item::SourceFailed(Arc::from("cursor-agent exited with status 3: boom")), &mut out);
+    c.push(Item::EndOfSource, &mut out); // nothing left to close
     let events = sink_facing(out);
     // The same as a `result` that reported the failure (`a_failed_run_shows_…` above).
     assert_eq!(
@@ -482,7 +515,7 @@ fn a_failed_source_fails_its_open_runs_with_its_message_as_a_reported_failure() 
     let mut out = Vec::new();
     c.handle(ev("s2", 3, Input::RunStarted(RunStart::default())), &mut out);
     c.handle(ev("s2", 4, end(RunStatus::Finished, Some("done"))), &mut out);
-    c.push(crate::item::Item::SourceFailed(Arc::from("late")), &mut out);
+    c.push(Item::SourceFailed(Arc::from("late")), &mut out);
     let t = trace(&sink_facing(out));
     assert_eq!(t.iter().filter(|l| l.starts_with("closed:")).collect::<Vec<_>>(), ["closed:finished"]);
 }

@@ -1,5 +1,6 @@
 use std::sync::Arc;
 
+use toolstream_schemas::cursor_cli::tool_models::{ResultModel, ToolSuccess};
 use toolstream_schemas::{Input, InputEvent, ResultStatus, ShellStream, SourcePos, Tool, ToolEvent, ToolKind};
 
 use super::ShellCore;
@@ -22,7 +23,7 @@ fn out_delta(at: u64, data: &str) -> Item {
 fn run(items: Vec<Item>) -> Vec<Item> {
     let mut core = ShellCore::default();
     let mut out = Vec::new();
-    for i in items {
+    for i in crate::intake::matched(items) {
         core.push(i, &mut out);
     }
     out
@@ -32,8 +33,12 @@ fn completed_stdout(out: &[Item]) -> Vec<String> {
     out.iter()
         .filter_map(|i| match i {
             Item::Input(InputEvent { kind: Input::ToolCompleted(t), .. }) => {
-                let v: serde_json::Value = serde_json::from_str(t.result.as_ref()?.value.get()).ok()?;
-                Some(v["stdout"].as_str().unwrap_or("").to_owned())
+                // What the card reads: the model, and the tree kept for sinks that store results.
+                let r = t.result.as_ref()?;
+                let ResultModel::Success(ToolSuccess::Shell(s)) = r.model(ToolKind::Shell) else { return None };
+                let stdout = s.stdout.clone().unwrap_or_default();
+                assert_eq!(r.tree()?["stdout"].as_str().unwrap_or(""), stdout);
+                Some(stdout)
             }
             _ => None,
         })
@@ -75,21 +80,28 @@ fn recorded_output_wins() {
 
 #[test]
 fn overlapping_shells_get_no_attribution_ever() {
-    let mut core = ShellCore::default();
+    let (mut intake, mut core) = (crate::intake::IntakeCore::default(), ShellCore::default());
     let mut out = Vec::new();
+    let mut push = |item: Item, out: &mut Vec<Item>| {
+        let mut matched = Vec::new();
+        intake.push(item, &mut matched);
+        for i in matched {
+            core.push(i, out);
+        }
+    };
     for i in [
         ev(0, Input::ToolStarted(shell("a", "sleep 1", None))),
         ev(1, Input::ToolStarted(shell("b", "sleep 2", None))),
         out_delta(10, "who wrote this?\n"),
     ] {
-        core.push(i, &mut out);
+        push(i, &mut out);
     }
     assert!(progress(&out).is_empty());
     assert!(out.iter().any(|i| matches!(i, Item::Diagnostic { phase: "shell_output_ambiguous", .. })));
     // b finishes; a is alone now but was marked ambiguous: it never buffers again.
-    core.push(ev(20, Input::ToolCompleted(shell("b", "sleep 2", Some(r#"{"exitCode":0,"stdout":""}"#)))), &mut out);
-    core.push(out_delta(30, "late\n"), &mut out);
-    core.push(ev(40, Input::ToolCompleted(shell("a", "sleep 1", Some(r#"{"exitCode":0,"stdout":""}"#)))), &mut out);
+    push(ev(20, Input::ToolCompleted(shell("b", "sleep 2", Some(r#"{"exitCode":0,"stdout":""}"#)))), &mut out);
+    push(out_delta(30, "late\n"), &mut out);
+    push(ev(40, Input::ToolCompleted(shell("a", "sleep 1", Some(r#"{"exitCode":0,"stdout":""}"#)))), &mut out);
     assert_eq!(completed_stdout(&out), vec!["", ""]);
     assert!(progress(&out).is_empty());
 }

@@ -148,6 +148,7 @@ impl InputArgs {
                 usage_poll_ms: cfg.usage_poll_ms.value,
                 usage,
                 keep_recorded: false,
+                compact: Default::default(),
             },
             ..PipelineOptions::default()
         })

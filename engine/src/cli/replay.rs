@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 
+use toolstream_actors::present::card::Compaction;
 use toolstream_sinks::cards::CardsOptions;
 
 use super::{cursor_db, ColorArg, ReplayArgs};
@@ -48,13 +49,14 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<i32> {
         overwrite_sessions: args.force,
         reading_db: args.cursor_db.from_cursor_db.clone(),
         allow_cursor_state_db: args.cursor_db.i_know_cursor_is_closed,
-        compact_model_results: args.compact,
-        compact_cards: args.compact_cards,
     };
     let plans = specs.iter().map(|spec| spec.plan(&ctx, cfg.when_full(spec.kind))).collect();
     let mut opts = args.input.pipeline_options(&cfg)?;
     opts.realtime = args.realtime;
     opts.shard.keep_recorded = keeps_recorded(&specs);
+    // Compaction reads the whole recorded output where cards are built (SPEC §10): what pi's model
+    // reads (`--compact`), what the terminal cards show (`--compact-cards`).
+    opts.shard.compact = Compaction { model: args.compact, cards: args.compact_cards };
     // Ctrl-C: cancel every open run, flush every sink (none may hold the others up for longer
     // than the grace period), say what was dropped, exit 130. Installed before the sinks open (a
     // `block` sink may wait in its opening, a FIFO nobody reads); a second Ctrl-C exits at once.

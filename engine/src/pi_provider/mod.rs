@@ -113,7 +113,6 @@ pub fn serve(opts: ProviderOptions) -> i32 {
         provider_sink.hide_bridged_cards();
     }
     let provider: Box<dyn Sink> = Box::new(provider_sink);
-    let provider = if opts.compact { crate::compact_stage::CompactShellResults::wrap(provider) } else { provider };
     let mut sinks: Vec<Box<dyn Sink>> = vec![provider];
     if opts.config.trace_enabled.value {
         let path = &opts.config.trace_file.value;
@@ -123,7 +122,7 @@ pub fn serve(opts: ProviderOptions) -> i32 {
         }
     }
     let mut plans: Vec<SinkPlan> = sinks.into_iter().map(SinkPlan::ready).collect();
-    let ctx = SinkContext::headless(opts.config.trace_limit_bytes.value, opts.compact);
+    let ctx = SinkContext::headless(opts.config.trace_limit_bytes.value);
     plans.extend(opts.sinks.iter().map(|spec| spec.plan(&ctx, opts.config.when_full(spec.kind))));
     let user_sinks: Vec<String> = opts.sinks.iter().map(SinkSpec::label).collect();
     let mut popts = opts.pipeline;
@@ -132,6 +131,8 @@ pub fn serve(opts: ProviderOptions) -> i32 {
     if let Some(token) = bridge.as_ref().and_then(|b| b.token()) {
         popts.shard.scrubber = popts.shard.scrubber.with_known_secret(token);
     }
+    // `--compact`: what pi's model reads is compacted (SPEC §10).
+    popts.shard.compact.model = opts.compact;
     let mcp = bridge.as_ref().map(|b| b.server().clone());
     let (source, agent) = match open_source(&request, opts.cursor_agent.clone(), mcp) {
         Ok(s) => s,

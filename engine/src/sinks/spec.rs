@@ -21,7 +21,6 @@ use toolstream_sinks::{Sink, SinkError};
 
 use super::port::WhenFull;
 use super::thread::{OpenSink, SinkPlan};
-use crate::compact_stage::CompactShellResults;
 
 /// The kinds of sink, one row each.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -244,24 +243,18 @@ pub struct SinkContext {
     pub reading_db: Option<PathBuf>,
     /// `cursor-db`: the user said Cursor is closed, so its own `state.vscdb` may be written.
     pub allow_cursor_state_db: bool,
-    /// `--compact`: shell results reach the pi sinks (what pi's model reads) compacted.
-    pub compact_model_results: bool,
-    /// `--compact-cards`: the terminal cards show compacted shell results too.
-    pub compact_cards: bool,
 }
 
 impl SinkContext {
     /// For a command with no terminal of its own (pi-provider, bench): default cards, no database
-    /// being read, existing pi sessions left alone; `compact` compacts what the pi sinks get.
-    pub fn headless(trace_limit_bytes: u64, compact: bool) -> SinkContext {
+    /// being read, existing pi sessions left alone.
+    pub fn headless(trace_limit_bytes: u64) -> SinkContext {
         SinkContext {
             cards: CardsOptions::default(),
             trace_limit_bytes,
             overwrite_sessions: false,
             reading_db: None,
             allow_cursor_state_db: false,
-            compact_model_results: compact,
-            compact_cards: false,
         }
     }
 }
@@ -352,14 +345,6 @@ impl SinkSpec {
                 })
             }
         };
-        // Compaction (SPEC §10) sits in front of the sinks it is asked for: the pi sinks with
-        // `--compact`, the terminal cards only with `--compact-cards`.
-        let compact = match self.kind {
-            SinkKind::Cards => ctx.compact_cards,
-            SinkKind::PiSession | SinkKind::PiSessions => ctx.compact_model_results,
-            SinkKind::Jsonl | SinkKind::CursorDb | SinkKind::Otlp | SinkKind::OtlpGrpc | SinkKind::OpenAiSse => false,
-        };
-        let open: OpenSink = if compact { Box::new(move || open().map(CompactShellResults::wrap)) } else { open };
         SinkPlan { label: self.label(), when_full, open }
     }
 }

@@ -36,6 +36,7 @@ pub const DIAGNOSTIC_ALLOWLIST: &[&str] = &[
     "reason",
     "toolName",
     "callIdHash",
+    "reportedCallIdHash",
     "action",
     "segment",
     "what",

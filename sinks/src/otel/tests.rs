@@ -50,6 +50,7 @@ fn card(hash: &str, tool: Tool, is_error: bool, incomplete: Option<IncompleteRea
         completed_ms: Some(times.1),
         recorded_result: None,
         recorded_args: None,
+        openai_call: None,
     }))
 }
 

@@ -8,6 +8,7 @@ pub mod openai;
 pub mod otel;
 pub mod pi_events;
 pub mod pi_session;
+pub mod private_dir;
 
 use toolstream_schemas::OutputEvent;
 

@@ -267,7 +267,8 @@ fn e2e(input: &Path, sinks: Vec<Box<dyn Sink>>) -> Result<(u64, u64, u64), Measu
 }
 
 fn pi_session_sink(path: &Path) -> Result<Box<dyn Sink>, MeasureError> {
-    toolstream_sinks::pi_session::PiSessionSink::create(path)
+    // Its own scratch file, written again by every round.
+    toolstream_sinks::pi_session::PiSessionSink::create(path, true)
         .map(|s| Box::new(s) as Box<dyn Sink>)
         .map_err(|e| MeasureError::Read(path.to_path_buf(), e))
 }

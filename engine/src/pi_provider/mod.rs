@@ -318,7 +318,7 @@ impl Stopper {
             }
         }
         let _ = io::stdout().flush();
-        std::process::exit(130)
+        crate::cli::exit(130)
     }
 }
 
@@ -339,7 +339,7 @@ impl Stopper {
         }
         let _ = io::stdout().flush();
         let reason = self.gate.last_reason();
-        std::process::exit(exit_code(&Outcome::Finished { last_reason: reason }))
+        crate::cli::exit(exit_code(&Outcome::Finished { last_reason: reason }))
     }
 }
 

@@ -238,7 +238,7 @@ pub fn keeps_recorded(specs: &[SinkSpec]) -> bool {
 pub struct SinkContext {
     pub cards: CardsOptions,
     pub trace_limit_bytes: u64,
-    /// `pi-sessions`: overwrite session files that exist (`--force`).
+    /// `pi-session`, `pi-sessions`: replace session files that exist (`--force`).
     pub overwrite_sessions: bool,
     /// `cursor-db`: the database the run reads (`--from-cursor-db`), never written.
     pub reading_db: Option<PathBuf>,
@@ -252,7 +252,8 @@ pub struct SinkContext {
 
 impl SinkContext {
     /// For a command with no terminal of its own (pi-provider, bench): default cards, no database
-    /// being read, existing pi sessions left alone; `compact` compacts what the pi sinks get.
+    /// being read, existing pi session files never replaced; `compact` compacts what the pi sinks
+    /// get.
     pub fn headless(trace_limit_bytes: u64, compact: bool) -> SinkContext {
         SinkContext {
             cards: CardsOptions::default(),
@@ -287,13 +288,16 @@ impl SinkSpec {
                     Ok(Box::new(sink) as Box<dyn Sink>)
                 })
             }
-            SinkKind::PiSession => Box::new(move || {
-                let sink = PiSessionSink::create(&path).map_err(|source| SinkError::Other {
-                    sink: "pi-session",
-                    message: format!("cannot write pi session {}: {source}", path.display()),
-                })?;
-                Ok(Box::new(sink) as Box<dyn Sink>)
-            }),
+            SinkKind::PiSession => {
+                let overwrite = ctx.overwrite_sessions;
+                Box::new(move || {
+                    let sink = PiSessionSink::create(&path, overwrite).map_err(|source| SinkError::Other {
+                        sink: "pi-session",
+                        message: format!("cannot write pi session {}: {source}", path.display()),
+                    })?;
+                    Ok(Box::new(sink) as Box<dyn Sink>)
+                })
+            }
             SinkKind::PiSessions => {
                 let (dir, overwrite) = (self.path.clone(), ctx.overwrite_sessions);
                 Box::new(move || {
@@ -335,7 +339,7 @@ impl SinkSpec {
                 })
             }
             SinkKind::OpenAiSse => Box::new(move || {
-                let file = std::fs::File::create(&path).map_err(|source| SinkError::Other {
+                let file = toolstream_sinks::output_file::open_stream(&path).map_err(|source| SinkError::Other {
                     sink: "openai-sse",
                     message: format!("cannot create {}: {source}", path.display()),
                 })?;

@@ -17,8 +17,10 @@
 //! result's arm in `additionalData.resultStatus`, so reading the database back gives the same
 //! calls. A call that never completed is `loading`.
 //!
-//! Safety: the file is created if absent; a file named `state.vscdb` (Cursor's own database) is
-//! refused unless [`CursorDbOptions::allow_cursor_state_db`]. Everything is written inside one
+//! Safety: the file is created if absent; a symlink's target is written, and a FIFO, a device or a
+//! directory is refused (`output_file`: SQLite needs a regular file); a file named `state.vscdb`
+//! (Cursor's own database), or a link to one, is refused unless
+//! [`CursorDbOptions::allow_cursor_state_db`]. Everything is written inside one
 //! transaction, committed at the checkpoint (the end of the replay, or Ctrl-C's flush): a failure
 //! before that leaves the file as it was.
 
@@ -66,6 +68,8 @@ pub enum CursorDbSinkError {
     CursorStateDb(PathBuf),
     #[error("{}: {source}", path.display())]
     Sqlite { path: PathBuf, source: rusqlite::Error },
+    #[error("{0}")]
+    Target(std::io::Error),
 }
 
 /// One conversation being written.
@@ -123,12 +127,17 @@ pub fn is_cursor_state_db(path: &Path) -> bool {
 impl CursorDbSink {
     /// Open (or create) the database at `path` and make sure it has Cursor's tables.
     pub fn create(path: &Path, opts: CursorDbOptions) -> Result<CursorDbSink, CursorDbSinkError> {
-        if is_cursor_state_db(path) && !opts.allow_cursor_state_db {
+        let file = crate::output_file::regular_file(path).map_err(CursorDbSinkError::Target)?;
+        if (is_cursor_state_db(path) || is_cursor_state_db(&file)) && !opts.allow_cursor_state_db {
             return Err(CursorDbSinkError::CursorStateDb(path.to_path_buf()));
         }
         let err = |source| CursorDbSinkError::Sqlite { path: path.to_path_buf(), source };
-        let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-        let conn = Connection::open_with_flags(path, flags).map_err(err)?;
+        // The file was looked at just now: no link may have taken its place since.
+        let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
+            | OpenFlags::SQLITE_OPEN_CREATE
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX
+            | OpenFlags::SQLITE_OPEN_NOFOLLOW;
+        let conn = Connection::open_with_flags(&file, flags).map_err(err)?;
         conn.busy_timeout(BUSY_TIMEOUT).map_err(err)?;
         schema::ensure(&conn).map_err(err)?;
         Ok(CursorDbSink {

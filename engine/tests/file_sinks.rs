@@ -366,17 +366,21 @@ fn live_replay_with_a_spool(case: &Case, target: &Path) -> (Child, std::process:
     stdin.write_all(&fs::read(common::example(DEMO)).unwrap()).unwrap();
     stdin.flush().unwrap();
     let deadline = Instant::now() + TIMEOUT;
-    loop {
+    let spool = loop {
         if let Some(name) = listing(&case.temp_dir()).into_iter().find(|n| n.ends_with(".spool")) {
-            return (child, stdin, case.temp_dir().join(name));
+            break Some(case.temp_dir().join(name));
         }
         if Instant::now() > deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("no spool file appeared in {}", case.temp_dir().display());
+            break None;
         }
         std::thread::sleep(Duration::from_millis(20));
-    }
+    };
+    let Some(spool) = spool else {
+        let _ = child.kill();
+        let _ = child.wait();
+        panic!("no spool file appeared in {}", case.temp_dir().display());
+    };
+    (child, stdin, spool)
 }
 
 #[test]

@@ -245,6 +245,8 @@ pub fn default_file_mode() -> u32 {
 
 #[cfg(all(test, unix))]
 mod tests {
+    // `cfg(all(test, unix))` is not `cfg(test)` to clippy, whose allow-*-in-tests do not reach here.
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
     use super::*;
     use std::os::unix::fs::{MetadataExt, PermissionsExt};
 

@@ -32,5 +32,5 @@ fn main() {
             2
         }
     };
-    std::process::exit(code);
+    toolstream::cli::exit(code);
 }

@@ -6,8 +6,10 @@ pub mod cursor_db;
 pub mod jsonl_trace;
 pub mod openai;
 pub mod otel;
+pub mod output_file;
 pub mod pi_events;
 pub mod pi_session;
+pub mod private_dir;
 
 use toolstream_schemas::OutputEvent;
 

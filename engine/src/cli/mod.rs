@@ -172,7 +172,9 @@ pub struct ReplayArgs {
     /// default of these sinks; or set `<sink>_when_full`).
     #[arg(long = "sink", value_name = "SPEC")]
     pub sinks: Vec<SinkSpec>,
-    /// Overwrite pi session files that already exist (`--sink pi-sessions`).
+    /// Replace pi session files that already exist (`--sink pi-session=PATH`, `--sink
+    /// pi-sessions`); without it an existing session file is refused (`pi-session`) or left as it
+    /// is (`pi-sessions`).
     #[arg(long)]
     pub force: bool,
     #[command(flatten)]
@@ -306,6 +308,14 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Serve(args) => serve::run(args),
         Command::Bridge(args) => bridge::run(args),
     }
+}
+
+/// End the process with `code`. The one way toolstream exits: `std::process::exit` runs no
+/// destructors, so the private temporary files still there (a pi session's spool when Ctrl-C
+/// ends a replay, a sink left running at exit) are removed first.
+pub fn exit(code: i32) -> ! {
+    toolstream_sinks::private_dir::remove_temp_files();
+    std::process::exit(code)
 }
 
 #[cfg(test)]

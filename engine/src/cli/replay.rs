@@ -65,13 +65,13 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<i32> {
     let pressed = AtomicBool::new(false);
     let _ = ctrlc::set_handler(move || {
         if pressed.swap(true, Ordering::SeqCst) {
-            std::process::exit(130);
+            super::exit(130);
         }
         if let Some(canceller) = handler.get() {
             canceller.cancel();
             report_to_stderr(&canceller.sink_summaries());
         }
-        std::process::exit(130);
+        super::exit(130);
     });
     let mut pipeline = match Pipeline::with_sinks(opts, plans) {
         Ok(p) => p,

@@ -326,7 +326,7 @@ impl Stopper {
             }
         }
         let _ = io::stdout().flush();
-        std::process::exit(130)
+        crate::cli::exit(130)
     }
 }
 
@@ -347,7 +347,7 @@ impl Stopper {
         }
         let _ = io::stdout().flush();
         let reason = self.gate.last_reason();
-        std::process::exit(exit_code(&Outcome::Finished { last_reason: reason }))
+        crate::cli::exit(exit_code(&Outcome::Finished { last_reason: reason }))
     }
 }
 

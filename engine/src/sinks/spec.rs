@@ -237,7 +237,7 @@ pub fn keeps_recorded(specs: &[SinkSpec]) -> bool {
 pub struct SinkContext {
     pub cards: CardsOptions,
     pub trace_limit_bytes: u64,
-    /// `pi-sessions`: overwrite session files that exist (`--force`).
+    /// `pi-session`, `pi-sessions`: replace session files that exist (`--force`).
     pub overwrite_sessions: bool,
     /// `cursor-db`: the database the run reads (`--from-cursor-db`), never written.
     pub reading_db: Option<PathBuf>,
@@ -247,7 +247,7 @@ pub struct SinkContext {
 
 impl SinkContext {
     /// For a command with no terminal of its own (pi-provider, bench): default cards, no database
-    /// being read, existing pi sessions left alone.
+    /// being read, existing pi session files never replaced.
     pub fn headless(trace_limit_bytes: u64) -> SinkContext {
         SinkContext {
             cards: CardsOptions::default(),
@@ -280,13 +280,16 @@ impl SinkSpec {
                     Ok(Box::new(sink) as Box<dyn Sink>)
                 })
             }
-            SinkKind::PiSession => Box::new(move || {
-                let sink = PiSessionSink::create(&path).map_err(|source| SinkError::Other {
-                    sink: "pi-session",
-                    message: format!("cannot write pi session {}: {source}", path.display()),
-                })?;
-                Ok(Box::new(sink) as Box<dyn Sink>)
-            }),
+            SinkKind::PiSession => {
+                let overwrite = ctx.overwrite_sessions;
+                Box::new(move || {
+                    let sink = PiSessionSink::create(&path, overwrite).map_err(|source| SinkError::Other {
+                        sink: "pi-session",
+                        message: format!("cannot write pi session {}: {source}", path.display()),
+                    })?;
+                    Ok(Box::new(sink) as Box<dyn Sink>)
+                })
+            }
             SinkKind::PiSessions => {
                 let (dir, overwrite) = (self.path.clone(), ctx.overwrite_sessions);
                 Box::new(move || {
@@ -328,7 +331,7 @@ impl SinkSpec {
                 })
             }
             SinkKind::OpenAiSse => Box::new(move || {
-                let file = std::fs::File::create(&path).map_err(|source| SinkError::Other {
+                let file = toolstream_sinks::output_file::open_stream(&path).map_err(|source| SinkError::Other {
                     sink: "openai-sse",
                     message: format!("cannot create {}: {source}", path.display()),
                 })?;

@@ -647,7 +647,10 @@ fn check_min(n: u64, b: Bounds) -> Result<(), String> {
 
 const BOOL_EXPECTED: &str = "a boolean (1/0, true/false, yes/no, on/off)";
 
-fn parse_bool(s: &str) -> Option<bool> {
+/// A boolean setting's text: `1 true yes on` / `0 false no off`, any ASCII case, surrounding
+/// whitespace ignored; anything else is `None`. The pi extension reads its switches the same way
+/// (`integrations/pi/env.ts`; a test runs both on one table).
+pub fn parse_bool(s: &str) -> Option<bool> {
     match s.trim().to_ascii_lowercase().as_str() {
         "1" | "true" | "yes" | "on" => Some(true),
         "0" | "false" | "no" | "off" => Some(false),

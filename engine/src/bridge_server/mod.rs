@@ -14,7 +14,7 @@ mod sessions;
 pub mod settings;
 
 pub use diagnostics::{Diagnostics, STDERR_PREFIX};
-pub use handler::SERVER_NAME;
+pub use handler::INITIALIZE_SERVER_NAME;
 pub use routes::{route_path, token_of, PATH_PREFIX, PATH_SUFFIX};
 pub use server::{BridgeError, BridgeEvent, BridgeServer, BridgeServerOptions, CallOutcome, RunRoute};
 pub use sessions::SessionLimits;

@@ -160,17 +160,9 @@ pub struct ReplayArgs {
     /// Files to replay, in order; `-` (or nothing) reads standard input.
     #[arg(value_name = "FILE")]
     pub files: Vec<PathBuf>,
-    /// Where to deliver the stream; repeatable. `cards` (terminal cards on stdout, the default
-    /// when no sink is named), `jsonl=PATH` (the JSONL debug trace: allowlisted fields, hashed
-    /// call ids, capped at 2 MiB) or `pi-session=PATH` (one pi session file, format v3, for
-    /// every run: open it with `pi --session PATH`; written whole and renamed into place),
-    /// `pi-sessions[=DIR]` (one pi session per Cursor chat, named as pi names its own, in DIR or
-    /// by default in pi's sessions folder for the chat's working directory, so `pi -r` lists
-    /// them; an existing file is left alone unless --force) or `cursor-db=PATH` (each run as a
-    /// conversation of a Cursor chat database, created if absent). Append `,when_full=drop_newest`
-    /// to drop (and count) what a full sink cannot take instead of waiting for it (`block`, the
-    /// default of these sinks; or set `<sink>_when_full`).
-    #[arg(long = "sink", value_name = "SPEC")]
+    /// Where to deliver the stream; repeatable (default: `cards`).
+    #[arg(long = "sink", value_name = "SPEC", long_help = crate::sinks::spec::sinks_help(
+        "Where to deliver the stream; repeatable (default: `cards`):", &[]))]
     pub sinks: Vec<SinkSpec>,
     /// Replace pi session files that already exist (`--sink pi-session=PATH`, `--sink
     /// pi-sessions`); without it an existing session file is refused (`pi-session`) or left as it

@@ -20,9 +20,9 @@ use crate::bridge_server::{BridgeEvent, BridgeServer, BridgeServerOptions, Bridg
 
 /// The name of the bridge in cursor-agent's MCP configuration: Cursor reports calls to it with
 /// this `providerIdentifier`, and their tool names start with `pi__`.
-pub const SERVER_NAME: &str = "pi-tools";
-/// The prefix of every bridged MCP tool name (SPEC §7).
-pub const MCP_PREFIX: &str = "pi__";
+pub const MCP_CONFIG_SERVER_NAME: &str = "pi-tools";
+/// The prefix of every bridged MCP tool name (SPEC §7), declared with the exposure rules.
+pub use toolstream_actors::bridge::exposure::MCP_PREFIX;
 
 /// A pi tool call Cursor asked for.
 #[derive(Clone, Debug, PartialEq)]
@@ -124,7 +124,7 @@ impl ProviderBridge {
             .map_err(|e| format!("cannot start the pi tool bridge: {e}"))?;
         match ready.recv() {
             Ok(Ok(Some(url))) => Ok(Some(ProviderBridge {
-                server: McpServer { name: SERVER_NAME.to_owned(), url },
+                server: McpServer { name: MCP_CONFIG_SERVER_NAME.to_owned(), url },
                 commands,
                 thread: Some(thread),
             })),

@@ -80,14 +80,17 @@ pub const KINDS: &[KindInfo] = &[
         name: "pi-session",
         arg: Arg::Required("PATH"),
         when_full: WhenFull::Block,
-        help: "one pi session file (format v3) for every run: open it with `pi --session PATH`",
+        help: "one pi session file (format v3) for every run, written whole and renamed into place: open it \
+               with `pi --session PATH`",
     },
     KindInfo {
         kind: SinkKind::PiSessions,
         name: "pi-sessions",
         arg: Arg::Optional("DIR"),
         when_full: WhenFull::Block,
-        help: "one pi session per Cursor chat, named and placed as pi names its own (default: pi's sessions folder)",
+        help: "one pi session per Cursor chat, named as pi names its own, in DIR or by default in pi's \
+               sessions folder for the chat's working directory, so `pi -r` lists them; an existing file is \
+               left alone unless --force",
     },
     KindInfo {
         kind: SinkKind::CursorDb,
@@ -140,17 +143,40 @@ impl SinkKind {
     }
 }
 
-/// The list of sinks for messages and `--help`: `cards, jsonl=PATH, pi-session=PATH`.
+/// The list of sinks for messages: `cards, jsonl=PATH, pi-session=PATH`.
 pub fn available() -> String {
-    KINDS
-        .iter()
-        .map(|k| match k.arg {
-            Arg::Required(arg) => format!("{}={arg}", k.name),
-            Arg::Optional(arg) => format!("{}[={arg}]", k.name),
-            Arg::None => k.name.to_owned(),
-        })
-        .collect::<Vec<_>>()
-        .join(", ")
+    KINDS.iter().map(KindInfo::usage).collect::<Vec<_>>().join(", ")
+}
+
+impl KindInfo {
+    /// How it is written on the command line: `cards`, `jsonl=PATH`, `otlp[=URL]`.
+    pub fn usage(&self) -> String {
+        match self.arg {
+            Arg::Required(arg) => format!("{}={arg}", self.name),
+            Arg::Optional(arg) => format!("{}[={arg}]", self.name),
+            Arg::None => self.name.to_owned(),
+        }
+    }
+}
+
+/// The long `--sink` help of a command, generated from the registry: `lead`, then one line per
+/// kind (except those in `skip`) with what it does and its `when_full` default and setting.
+pub fn sinks_help(lead: &str, skip: &[SinkKind]) -> String {
+    let mut out = lead.to_owned();
+    for k in KINDS.iter().filter(|k| !skip.contains(&k.kind)) {
+        out.push_str(&format!(
+            "\n  {}: {} (when full: {}; setting `{}_when_full`)",
+            k.usage(),
+            k.help,
+            k.when_full.as_str(),
+            k.kind.setting_stem()
+        ));
+    }
+    out.push_str(
+        "\nAppend `,when_full=block` (wait for a full sink) or `,when_full=drop_newest` (drop and count \
+         what it cannot take) to a sink to choose for it alone.",
+    );
+    out
 }
 
 /// A sink as the user named it.

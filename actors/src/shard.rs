@@ -6,6 +6,7 @@ use toolstream_schemas::OutputEvent;
 use crate::intake::IntakeCore;
 use crate::item::Item;
 use crate::lifecycle::{LifecycleCore, DEFAULT_DEFER_MS};
+use crate::present::card::Compaction;
 use crate::present::scrub::Scrubber;
 use crate::run::{
     Coordinator, CoordinatorConfig, DEFAULT_BATCH_SETTLE_MS, DEFAULT_USAGE_POLL_MS, DEFAULT_USAGE_WAIT_MS,
@@ -25,6 +26,8 @@ pub struct ShardConfig {
     pub usage: UsageConfig,
     /// Cards keep the recorded args and result (a Cursor chat database sink needs them).
     pub keep_recorded: bool,
+    /// Which shell results are compacted (`--compact`, `--compact-cards`).
+    pub compact: Compaction,
 }
 
 impl Default for ShardConfig {
@@ -37,6 +40,7 @@ impl Default for ShardConfig {
             usage_poll_ms: DEFAULT_USAGE_POLL_MS,
             usage: UsageConfig::default(),
             keep_recorded: false,
+            compact: Compaction::default(),
         }
     }
 }
@@ -57,6 +61,7 @@ impl ShardConfig {
             usage_wait_ms: self.usage_wait_ms,
             usage_poll_ms: self.usage_poll_ms,
             keep_recorded: self.keep_recorded,
+            compact: self.compact,
         })
     }
 

@@ -122,14 +122,17 @@ fn tool_event(id: &str, tool: T, args: Option<u16>, result: Option<(bool, &str)>
         call_id: id.into(),
         tool: tool.tool(),
         wire_name: tool.kind().spec().cli_key.into(),
-        args: args.map(|v| raw(args_json(tool, v))),
+        args: args.map(|v| std::sync::Arc::new(toolstream_schemas::CallArgs::new(raw(args_json(tool, v))))),
         result: result.map(|(ok, stdout)| {
             let (status, value) = result_json(tool, ok, stdout);
-            ToolResult { status, value: raw(value), extra: vec![] }
+            ToolResult::new(status, raw(value))
         }),
         model_call_id: None,
         started_at_ms: None,
         completed_at_ms: None,
+        openai_call: None,
+        reported_call_id: None,
+        call: toolstream_schemas::CallIdent::default(),
         extra: vec![],
     })
 }
@@ -861,7 +864,14 @@ fn check_shell_attribution(steps: &[Step], o: &Outcome) -> Result<(), TestCaseEr
             Ev::ShellOut { stream, data } if !data.is_empty() => match active[s].as_mut_slice() {
                 [only] if only.tainted_at.is_none() => {
                     only.buffer.push_str(data);
-                    if let Some(first) = data.lines().map(str::trim).find(|l| !l.is_empty()) {
+                    // A chunk that ends mid-line shows no unfinished word at its end (it may be a
+                    // secret's start that the next chunk completes).
+                    let shown = if data.ends_with(['\n', '\r']) {
+                        data.as_str()
+                    } else {
+                        data.trim_end_matches(|c: char| c.is_ascii_alphanumeric() || "_-+/=.~%".contains(c))
+                    };
+                    if let Some(first) = shown.lines().map(str::trim).find(|l| !l.is_empty()) {
                         if only.budget > 0 {
                             only.budget -= 1;
                             expected_progress.push(Progress {

@@ -1,4 +1,5 @@
-//! Criterion benches: decoding, each stage's pure core over a decoded stream, and card building.
+//! Criterion benches: decoding, each stage's pure core over a decoded stream, card building and
+//! the scrubber.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::hint::black_box;
@@ -15,7 +16,7 @@ use toolstream_actors::present::scrub::Scrubber;
 use toolstream_actors::run::Coordinator;
 use toolstream_actors::shell::ShellCore;
 use toolstream_actors::usage::UsageCore;
-use toolstream_schemas::{InputEvent, OutputEvent, ResultStatus, Tool, ToolEvent, ToolKind, ToolResult};
+use toolstream_schemas::{CallIdent, InputEvent, OutputEvent, ResultStatus, Tool, ToolEvent, ToolKind, ToolResult};
 
 /// The allocator the `toolstream` binary uses, so these numbers are the binary's.
 #[global_allocator]
@@ -33,6 +34,16 @@ fn decode_all(bytes: &[u8]) -> Vec<InputEvent> {
 
 fn items(bytes: &[u8]) -> Vec<Item> {
     decode_all(bytes).into_iter().map(Item::Input).collect()
+}
+
+/// The items as intake hands them to the stages after it (calls matched and identified).
+fn matched(bytes: &[u8]) -> Vec<Item> {
+    let mut intake = IntakeCore::default();
+    let mut out = Vec::new();
+    for i in items(bytes) {
+        intake.push(i, &mut out);
+    }
+    out
 }
 
 fn bench_decode(c: &mut Criterion) {
@@ -87,7 +98,7 @@ fn bench_stages(c: &mut Criterion) {
         c,
         "shell delta",
         n,
-        || items(&corpus),
+        || matched(&corpus),
         || {
             let mut core = ShellCore::default();
             move |i, out: &mut Vec<Item>| core.push(i, out)
@@ -97,7 +108,7 @@ fn bench_stages(c: &mut Criterion) {
         c,
         "lifecycle",
         n,
-        || items(&corpus),
+        || matched(&corpus),
         || {
             let mut core = LifecycleCore::default();
             move |i, out: &mut Vec<Item>| core.push(i, out)
@@ -107,7 +118,7 @@ fn bench_stages(c: &mut Criterion) {
         c,
         "run (incl. card building)",
         n,
-        || items(&corpus),
+        || matched(&corpus),
         || {
             let mut core = Coordinator::default();
             move |i, out: &mut Vec<RunOutput>| core.push(i, out)
@@ -116,7 +127,7 @@ fn bench_stages(c: &mut Criterion) {
     let outputs = || {
         let mut run = Coordinator::default();
         let mut out = Vec::new();
-        for i in items(&corpus) {
+        for i in matched(&corpus) {
             run.push(i, &mut out);
         }
         out
@@ -137,11 +148,14 @@ fn completed(kind: ToolKind, args: &str, value: &str) -> ToolEvent {
         call_id: "call-1\nfc_1".into(),
         tool: Tool::Known(kind),
         wire_name: kind.spec().cli_key.into(),
-        args: Some(raw(args)),
-        result: Some(ToolResult { status: ResultStatus::Success, value: raw(value), extra: vec![] }),
+        args: Some(std::sync::Arc::new(toolstream_schemas::CallArgs::new(raw(args)))),
+        result: Some(ToolResult::new(ResultStatus::Success, raw(value))),
         model_call_id: None,
         started_at_ms: None,
         completed_at_ms: None,
+        openai_call: None,
+        reported_call_id: None,
+        call: CallIdent::default(),
         extra: vec![],
     }
 }
@@ -154,6 +168,7 @@ fn bench_cards(c: &mut Criterion) {
         turn: 0,
         replay_id: "r".into(),
         keep_recorded: false,
+        compact: Default::default(),
     };
     let calls = [
         (
@@ -189,5 +204,48 @@ fn bench_cards(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, bench_decode, bench_stages, bench_cards);
+fn json_strings(v: &serde_json::Value, out: &mut Vec<String>) {
+    match v {
+        serde_json::Value::String(s) => out.push(s.clone()),
+        serde_json::Value::Array(a) => a.iter().for_each(|x| json_strings(x, out)),
+        serde_json::Value::Object(m) => m.values().for_each(|x| json_strings(x, out)),
+        _ => {}
+    }
+}
+
+/// The scrubber on typical text: every string of the recorded Cursor CLI captures (what the
+/// pipeline hands it: commands, outputs, file contents, ids), a 64 KB `cargo test` log, this
+/// crate's own source, and a `.env` full of secrets (every rule at work).
+fn bench_scrub(c: &mut Criterion) {
+    let scrubber = Scrubber::new(Some("sk-live-bench".into()));
+    let mut captures = Vec::new();
+    for f in toolstream_testkit::fixture_files("cursor-cli", "jsonl") {
+        for l in std::fs::read_to_string(f).unwrap().lines() {
+            if let Ok(v) = serde_json::from_str::<serde_json::Value>(l) {
+                json_strings(&v, &mut captures);
+            }
+        }
+    }
+    let env =
+        "AWS_ACCESS_KEY_ID=AKIAUJZDE8GXD6NCF10E\nAWS_SECRET_ACCESS_KEY=EVHzc0X0AWIRh+JUqBlIFXZ53Ncqe28/ajY75FnC\n\
+               GITHUB_TOKEN=ghp_jIhKtJ0RlgLKOmxgJTeKdNnFRIBXuDL7Dxtp\nDB_PASSWORD=hunter2\nPORT=8080\n\
+               STRIPE_KEY=sk_live_aEdFrRgSnRFsTHsDDDXh5Jmt\nDATABASE_URL=postgres://app:pw@db:5432/app\n"
+            .repeat(8);
+    let texts: [(&str, Vec<String>); 4] = [
+        ("recorded captures", captures),
+        ("cargo test log", vec![toolstream_testkit::synthetic::cargo_test_log(64 * 1024, 3).0]),
+        ("rust source", vec![include_str!("engine.rs").to_owned()]),
+        (".env with secrets", vec![env]),
+    ];
+    let mut g = c.benchmark_group("scrub");
+    for (name, texts) in &texts {
+        g.throughput(Throughput::Bytes(texts.iter().map(|t| t.len() as u64).sum()));
+        g.bench_function(*name, |b| {
+            b.iter(|| texts.iter().map(|t| black_box(scrubber.scrub(black_box(t))).len()).sum::<usize>())
+        });
+    }
+    g.finish();
+}
+
+criterion_group!(benches, bench_decode, bench_stages, bench_cards, bench_scrub);
 criterion_main!(benches);

@@ -2,9 +2,11 @@
 //! variables, then command-line flags. Every setting is declared once, in the [`settings!`] table
 //! below (its name — the config-file key —, type, default, bounds, environment variables, and
 //! what it does); the file, the environment, the flags and `toolstream config` all read that one
-//! declaration. Only settings that do something in this build are declared. Every value
-//! remembers where it came from ([`Origin`]) so `toolstream config` can explain it. The Cursor API
-//! key is only ever read from `CURSOR_API_KEY`, kept to scrub it from outputs, and never displayed.
+//! declaration; the sinks' `<kind>_when_full` settings are generated from the sink registry
+//! (one per kind, [`when_full_decls`]). Only settings that do something in this build are
+//! declared. Every value remembers where it came from ([`Origin`]) so `toolstream config` can
+//! explain it. The Cursor API key is only ever read from `CURSOR_API_KEY`, kept to scrub it from
+//! outputs, and never displayed.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -12,6 +14,7 @@ use std::path::{Path, PathBuf};
 
 use toml::{Spanned, Value};
 
+use crate::sinks::spec::KINDS;
 use crate::sinks::WhenFull;
 
 /// The variable that names the config file.
@@ -193,6 +196,9 @@ macro_rules! settings {
             /// The config file that was read, if any.
             pub config_file: Setting<Option<PathBuf>>,
             $( $(#[doc = $doc])+ pub $name: Setting<$ty>, )*
+            /// Each sink kind's `<kind>_when_full`, in the order of the sink registry
+            /// ([`crate::sinks::spec::KINDS`]), which declares them ([`when_full_decls`]).
+            when_full: Vec<Setting<WhenFull>>,
             /// What was adjusted on the way (values clamped to their bounds), for the user.
             pub warnings: Vec<String>,
         }
@@ -214,6 +220,7 @@ macro_rules! settings {
                 Config {
                     config_file: Setting::default(None),
                     $( $name: Setting::default($default), )*
+                    when_full: KINDS.iter().map(|k| Setting::default(k.when_full)).collect(),
                     warnings: Vec::new(),
                 }
             }
@@ -226,7 +233,14 @@ macro_rules! settings {
                         self.$name = Setting { value: v, origin };
                         Ok(true)
                     } )*
-                    _ => Ok(false),
+                    _ => match when_full_index(name) {
+                        Some(i) => {
+                            let v = WhenFull::parse_toml(value, ANY)?;
+                            self.when_full[i] = Setting { value: v, origin };
+                            Ok(true)
+                        }
+                        None => Ok(false),
+                    },
                 }
             }
 
@@ -241,6 +255,17 @@ macro_rules! settings {
                     })?;
                     self.$name = Setting { value: v, origin: Origin::Env(var.to_owned()) };
                 } )*
+                for (i, d) in when_full_decls().iter().enumerate() {
+                    for var in d.env {
+                        let Some(raw) = env(var) else { continue };
+                        let v = WhenFull::parse_text(raw.trim(), ANY).map_err(|expected| ConfigError::Env {
+                            var: (*var).to_owned(),
+                            value: raw.clone(),
+                            expected,
+                        })?;
+                        self.when_full[i] = Setting { value: v, origin: Origin::Env((*var).to_owned()) };
+                    }
+                }
                 Ok(())
             }
 
@@ -267,12 +292,19 @@ macro_rules! settings {
             }
 
             fn rows(&self) -> Vec<Row> {
-                vec![$( Row {
+                let declared = [$( Row {
                     name: stringify!($name),
                     display: self.$name.value.show(),
                     json: self.$name.value.to_json(),
                     origin: self.$name.origin.to_string(),
-                }, )*]
+                }, )*];
+                let when_full = when_full_decls().iter().zip(&self.when_full).map(|(d, s)| Row {
+                    name: d.name,
+                    display: s.value.show(),
+                    json: s.value.to_json(),
+                    origin: s.origin.to_string(),
+                });
+                declared.into_iter().chain(when_full).collect()
             }
         }
     };
@@ -309,43 +341,54 @@ settings! {
     models_file: Option<PathBuf> = None, ANY, env ["TOOLSTREAM_MODELS_FILE"], flag None, file true;
     /// The Cursor API key, scrubbed from every output (never read from the file, never shown).
     api_key: Secret = Secret::default(), ANY, env ["CURSOR_API_KEY"], flag None, file false;
-    /// When the terminal cards' queue is full: block (wait) or drop_newest (drop and count).
-    cards_when_full: WhenFull = crate::sinks::SinkKind::Cards.info().when_full, ANY,
-        env ["TOOLSTREAM_CARDS_WHEN_FULL"], flag None, file true;
-    /// When the JSONL trace's queue is full: block or drop_newest.
-    jsonl_when_full: WhenFull = crate::sinks::SinkKind::Jsonl.info().when_full, ANY,
-        env ["TOOLSTREAM_JSONL_WHEN_FULL"], flag None, file true;
-    /// When a pi session sink's queue is full: block or drop_newest.
-    pi_session_when_full: WhenFull = crate::sinks::SinkKind::PiSession.info().when_full, ANY,
-        env ["TOOLSTREAM_PI_SESSION_WHEN_FULL"], flag None, file true;
-    /// When the pi sessions folder sink's queue is full: block or drop_newest.
-    pi_sessions_when_full: WhenFull = crate::sinks::SinkKind::PiSessions.info().when_full, ANY,
-        env ["TOOLSTREAM_PI_SESSIONS_WHEN_FULL"], flag None, file true;
-    /// When the Cursor chat database sink's queue is full: block or drop_newest.
-    cursor_db_when_full: WhenFull = crate::sinks::SinkKind::CursorDb.info().when_full, ANY,
-        env ["TOOLSTREAM_CURSOR_DB_WHEN_FULL"], flag None, file true;
-    /// When the OTLP (HTTP) sink's queue is full: drop_newest (a stalled collector never holds
-    /// back the other sinks; drops are counted) or block.
-    otlp_when_full: WhenFull = crate::sinks::SinkKind::Otlp.info().when_full, ANY,
-        env ["TOOLSTREAM_OTLP_WHEN_FULL"], flag None, file true;
-    /// When the OTLP gRPC sink's queue is full: drop_newest or block.
-    otlp_grpc_when_full: WhenFull = crate::sinks::SinkKind::OtlpGrpc.info().when_full, ANY,
-        env ["TOOLSTREAM_OTLP_GRPC_WHEN_FULL"], flag None, file true;
-    /// When the OpenAI SSE file sink's queue is full: block or drop_newest.
-    openai_sse_when_full: WhenFull = crate::sinks::SinkKind::OpenAiSse.info().when_full, ANY,
-        env ["TOOLSTREAM_OPENAI_SSE_WHEN_FULL"], flag None, file true;
 }
 
 pub const DEFAULT_TRACE_FILE: &str = "toolstream-trace.jsonl";
 pub const DEFAULT_TRACE_LIMIT_BYTES: u64 = 2 * 1024 * 1024;
 
+/// The `<kind>_when_full` settings, one per kind of the sink registry, in its order: the file key
+/// `<kind>_when_full`, the variable `TOOLSTREAM_<KIND>_WHEN_FULL`, the kind's default.
+pub fn when_full_decls() -> &'static [Decl] {
+    static DECLS: std::sync::LazyLock<Vec<Decl>> = std::sync::LazyLock::new(|| {
+        let leak = |s: String| -> &'static str { Box::leak(s.into_boxed_str()) };
+        KINDS
+            .iter()
+            .map(|k| {
+                let name = leak(format!("{}_when_full", k.kind.setting_stem()));
+                Decl {
+                    name,
+                    env: Box::leak(Box::new([leak(format!("TOOLSTREAM_{}", name.to_ascii_uppercase()))])),
+                    flag: None,
+                    in_file: true,
+                    doc: leak(format!(
+                        "When the `{}` sink's queue is full: block (wait for it) or drop_newest (drop and count \
+                         what it cannot take); default {}.",
+                        k.name,
+                        k.when_full.as_str()
+                    )),
+                }
+            })
+            .collect()
+    });
+    &DECLS
+}
+
+fn when_full_index(name: &str) -> Option<usize> {
+    when_full_decls().iter().position(|d| d.name == name)
+}
+
+/// Every setting, in the order `toolstream config` lists them: the table, then the sinks'.
+pub fn all_decls() -> impl Iterator<Item = &'static Decl> {
+    DECLS.iter().chain(when_full_decls())
+}
+
 /// Keys accepted in the config file.
 pub fn file_keys() -> Vec<&'static str> {
-    DECLS.iter().filter(|d| d.in_file).map(|d| d.name).collect()
+    all_decls().filter(|d| d.in_file).map(|d| d.name).collect()
 }
 
 fn decl(name: &str) -> Option<&'static Decl> {
-    DECLS.iter().find(|d| d.name == name)
+    all_decls().find(|d| d.name == name)
 }
 
 /// Where a setting's value came from.
@@ -573,18 +616,13 @@ impl Config {
 
     /// The `when_full` configured for a sink kind (its `<kind>_when_full` setting).
     pub fn when_full(&self, kind: crate::sinks::SinkKind) -> Option<WhenFull> {
-        use crate::sinks::SinkKind;
-        let s = match kind {
-            SinkKind::Cards => &self.cards_when_full,
-            SinkKind::Jsonl => &self.jsonl_when_full,
-            SinkKind::PiSession => &self.pi_session_when_full,
-            SinkKind::PiSessions => &self.pi_sessions_when_full,
-            SinkKind::CursorDb => &self.cursor_db_when_full,
-            SinkKind::Otlp => &self.otlp_when_full,
-            SinkKind::OtlpGrpc => &self.otlp_grpc_when_full,
-            SinkKind::OpenAiSse => &self.openai_sse_when_full,
-        };
+        let s = self.when_full_setting(kind)?;
         (s.origin != Origin::Default).then_some(s.value)
+    }
+
+    /// A sink kind's `<kind>_when_full` setting, default included.
+    pub fn when_full_setting(&self, kind: crate::sinks::SinkKind) -> Option<&Setting<WhenFull>> {
+        KINDS.iter().position(|k| k.kind == kind).and_then(|i| self.when_full.get(i))
     }
 }
 
@@ -647,7 +685,10 @@ fn check_min(n: u64, b: Bounds) -> Result<(), String> {
 
 const BOOL_EXPECTED: &str = "a boolean (1/0, true/false, yes/no, on/off)";
 
-fn parse_bool(s: &str) -> Option<bool> {
+/// A boolean setting's text: `1 true yes on` / `0 false no off`, any ASCII case, surrounding
+/// whitespace ignored; anything else is `None`. The pi extension reads its switches the same way
+/// (`integrations/pi/env.ts`; a test runs both on one table).
+pub fn parse_bool(s: &str) -> Option<bool> {
     match s.trim().to_ascii_lowercase().as_str() {
         "1" | "true" | "yes" | "on" => Some(true),
         "0" | "false" | "no" | "off" => Some(false),
@@ -739,7 +780,7 @@ mod tests {
         assert_eq!(c.trace_file.value, PathBuf::from("toolstream-trace.jsonl"));
         assert_eq!(c.trace_limit_bytes.value, 2_097_152);
         assert!(!c.api_key.value.is_set());
-        assert_eq!(c.jsonl_when_full.value, WhenFull::Block);
+        assert_eq!(c.when_full_setting(crate::sinks::SinkKind::Jsonl).map(|s| s.value), Some(WhenFull::Block));
         assert!(c.warnings.is_empty());
         assert!(c.entries().iter().all(|(_, _, origin, _)| origin == "default"));
     }
@@ -768,7 +809,7 @@ mod tests {
         // An empty variable counts as unset: the file wins.
         assert_eq!(c.shards.value, 2);
         assert_eq!(c.trace_file.value, PathBuf::from("t.jsonl"));
-        assert_eq!(c.jsonl_when_full.value, WhenFull::DropNewest);
+        assert_eq!(c.when_full_setting(crate::sinks::SinkKind::Jsonl).map(|s| s.value), Some(WhenFull::DropNewest));
         assert_eq!(c.usage_wait_ms.origin, Origin::Default);
 
         c.set_flag("shards", "--shards", "7").unwrap();
@@ -873,7 +914,7 @@ mod tests {
         for key in file_keys() {
             assert!(names.contains(&key), "{key}");
         }
-        assert_eq!(names.len(), DECLS.len() + 1, "each setting once, plus the config file");
+        assert_eq!(names.len(), all_decls().count() + 1, "each setting once, plus the config file");
         assert_eq!(c.to_json()["lifecycle_defer_ms"]["value"], 75);
         assert_eq!(c.to_json()["config_file"]["value"], serde_json::Value::Null);
         assert!(c.to_json()["shards"]["doc"].as_str().unwrap().starts_with("Number of shards"));

@@ -6,7 +6,6 @@ pub mod bench;
 pub mod bridge_server;
 pub mod cli;
 pub mod clock;
-pub mod compact_stage;
 pub mod config;
 pub mod conversation;
 pub mod cursor_db;

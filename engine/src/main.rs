@@ -45,5 +45,5 @@ fn main() {
             2
         }
     };
-    std::process::exit(code);
+    toolstream::cli::exit(code);
 }

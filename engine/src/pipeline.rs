@@ -5,9 +5,10 @@
 //! The calling thread reads and decodes; each shard is an actix System on its own thread; each
 //! sink has its own thread. Every queue between them is bounded.
 
+use std::borrow::Cow;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crossbeam_channel::{bounded, Sender};
 use serde::Serialize;
@@ -17,7 +18,8 @@ use toolstream_schemas::{Output, OutputEvent, RunId};
 use toolstream_sinks::Sink;
 
 use crate::clock::{ClockMode, EventTime, Extrapolator, Pacer};
-use crate::decode::framing::{LineReader, DEFAULT_MAX_LINE_BYTES};
+use crate::decode::framing::rejoin::{Joined, Lines, Rejoiner};
+use crate::decode::framing::{Frame, LineReader, DEFAULT_MAX_LINE_BYTES};
 use crate::decode::{DecodeError, Decoder, Format};
 use crate::sequencer::{self, SeqMsg, Sequencer};
 use crate::shard::{shard_of, sync_door, DoorMsg, Shard};
@@ -52,8 +54,9 @@ pub struct PipelineOptions {
     pub realtime: bool,
     /// Settings of every shard's stages.
     pub shard: ShardConfig,
-    /// Once the pipeline is shutting down (Ctrl-C, or its end for `drop_newest` sinks), how long a
-    /// sink may hold up the others before it is given up on.
+    /// How long the end of the pipeline (or Ctrl-C) waits, in all, for the sinks it does not wait
+    /// out (`drop_newest` ones, and any still full once shutdown began); what they have not
+    /// delivered then is counted and reported. Default [`END_WAIT`].
     pub sink_grace: Duration,
 }
 
@@ -69,13 +72,22 @@ impl Default for PipelineOptions {
             shards: default_shards(),
             realtime: false,
             shard: ShardConfig::default(),
-            sink_grace: Duration::from_millis(DEFAULT_SINK_GRACE_MS),
+            sink_grace: END_WAIT,
         }
     }
 }
 
-/// Default of [`PipelineOptions::sink_grace`], in ms.
-pub const DEFAULT_SINK_GRACE_MS: u64 = 5_000;
+/// The end-of-run wait (README, "Sinks and backpressure"): once the input ended (or on Ctrl-C),
+/// every sink that may drop (network sinks, `when_full=drop_newest`) gets at most this long, all of
+/// them together, to deliver what it holds. `block` sinks are waited for as long as they take.
+pub const END_WAIT: Duration = Duration::from_secs(4);
+
+// An OTLP sink's final checkpoint gives up on its collector in time to count what it did not
+// deliver before the engine stops waiting for it.
+const _: () = assert!(
+    toolstream_sinks::otel::config::DEFAULT_FLUSH_TIMEOUT.as_millis() + 500 <= END_WAIT.as_millis(),
+    "the OTLP flush timeout must end well within the end-of-run wait"
+);
 
 /// One shard per core but one: the reading thread frames and decodes on a core of its own. On the
 /// 2-core benchmark machine one shard beat two end to end (null sink 0.58 s vs 0.68 s on the 200 MB
@@ -187,7 +199,7 @@ impl Canceller {
             sync_door(door);
         }
         sequencer::sync(&self.sequencer);
-        self.sinks.checkpoint_all();
+        self.sinks.checkpoint_all(Instant::now() + self.sinks.grace());
     }
 
     /// What each sink was offered, wrote and dropped so far.
@@ -293,6 +305,7 @@ impl Pipeline {
         let mut lines = LineReader::with_max_line(reader, self.opts.max_line_bytes);
         let mut decoder = Decoder::new(name.clone(), self.opts.format);
         decoder.set_max_line(self.opts.max_line_bytes);
+        let mut rejoiner = Rejoiner::new(self.opts.max_line_bytes);
         let mut events = Vec::new();
         let outcome = loop {
             // Every sink the user asked for is gone (`| head`, a full disk): stop reading.
@@ -305,13 +318,10 @@ impl Pipeline {
                 Err(error) => break Err(PipelineError::Read { source_name: name.clone(), error }),
             };
             feed.file.lines += 1;
-            if let Err(e) = decoder.decode_frame(frame, &mut events) {
-                if let Err(stop) = self.decode_error(&mut feed, e, on_error) {
-                    break Err(stop);
-                }
-            }
-            for ev in events.drain(..) {
-                self.push_event(&mut feed, ev);
+            let mut reading = Reading::new(self, &mut feed, &mut decoder, &mut events, &mut *on_error);
+            rejoiner.push(frame, &mut reading);
+            if let Some(stop) = reading.stop {
+                break Err(stop);
             }
             feed.pending_bytes = lines.position().saturating_sub(feed.handed_at);
             // Live input is handed over as soon as the next read could wait for more; a recording
@@ -321,13 +331,23 @@ impl Pipeline {
                 break Err(PipelineError::Cancelled);
             }
         };
+        // Lines still held for a record that never closed are reported one by one.
+        let stopped = matches!(outcome, Err(PipelineError::Strict(_) | PipelineError::Cancelled));
+        let mut outcome = outcome;
+        if rejoiner.is_joining() && !stopped {
+            let mut reading = Reading::new(self, &mut feed, &mut decoder, &mut events, &mut *on_error);
+            rejoiner.finish(&mut reading);
+            if let (Some(stop), Ok(())) = (reading.stop, &outcome) {
+                outcome = Err(stop);
+            }
+        }
         feed.file.bytes = lines.position();
         feed.file.format = decoder.format().map(Format::as_str);
         feed.file.ignored_updates = decoder.ignored_updates();
         // A source read to its end may have failed there (a cursor-agent that exited non-zero).
         let failure = if outcome.is_ok() { source.failure() } else { None };
         if let Some(message) = failure {
-            tracing::debug!(source = %name, "the source failed: {message}");
+            tracing::debug!(source = %name, "the source failed: {}", self.opts.shard.scrubber.scrub(&message));
             for items in &mut feed.pending {
                 items.push(Item::SourceFailed(Arc::from(message.as_str())));
             }
@@ -398,9 +418,14 @@ impl Pipeline {
     fn decode_error(
         &mut self,
         feed: &mut Feed,
-        e: DecodeError,
+        mut e: DecodeError,
         on_error: &mut dyn FnMut(&DecodeError),
     ) -> Result<(), PipelineError> {
+        // A decoder's reason may quote the line (`invalid type: string "…"`): scrubbed once, here,
+        // for stderr, the trace and `--strict` alike.
+        if let Cow::Owned(reason) = self.opts.shard.scrubber.scrub(&e.reason) {
+            e.reason = reason;
+        }
         feed.file.decode_errors += 1;
         on_error(&e);
         let at_ms = feed.time.latest();
@@ -511,20 +536,23 @@ impl Pipeline {
         }
         // Nothing more is offered to the sinks: once they drained, what each dropped is final
         // (the drop report below may itself be dropped by a stuck sink).
-        self.sink_set.drain_all();
+        // One deadline for every sink that is not waited out, from here to the last report.
+        let deadline = Instant::now() + self.opts.sink_grace;
+        self.sink_set.drain_all(deadline);
         self.sink_set.begin_shutdown();
         self.report_drops_to_sinks();
-        let grace = self.opts.sink_grace;
+        for t in &self.sinks {
+            t.stop(deadline);
+        }
         let mut reports = Vec::new();
         for t in self.sinks.drain(..) {
-            reports.push(t.finish(grace));
+            reports.push(t.finish(deadline));
         }
-        // The stats counter comes first and is not a user's sink.
+        // The stats counter comes first and is not a user's sink. What each sink lost is read
+        // now, whether its thread ended or is still busy.
         let mut summaries = self.sink_set.summaries();
         for (summary, report) in summaries.iter_mut().zip(reports.iter().skip(1)) {
             summary.error = (!report.errors.is_empty()).then(|| report.errors.join("; "));
-            summary.stuck |= report.stuck;
-            summary.lost.clone_from(&report.lost);
         }
         for r in &reports {
             self.stats.sink_errors.extend(r.errors.iter().cloned());
@@ -589,6 +617,76 @@ impl Feed {
         }
         self.checked_at = self.file.lines;
         self.user_sinks_failed.iter().all(|f| f.load(Ordering::Relaxed))
+    }
+}
+
+/// One source's lines on their way to the shards: what the [`Rejoiner`] drives.
+struct Reading<'a> {
+    pipeline: &'a mut Pipeline,
+    feed: &'a mut Feed,
+    decoder: &'a mut Decoder,
+    events: &'a mut Vec<InputEvent>,
+    on_error: &'a mut dyn FnMut(&DecodeError),
+    /// `--strict` stopped at a decode error: nothing more is decoded.
+    stop: Option<PipelineError>,
+}
+
+impl<'a> Reading<'a> {
+    fn new(
+        pipeline: &'a mut Pipeline,
+        feed: &'a mut Feed,
+        decoder: &'a mut Decoder,
+        events: &'a mut Vec<InputEvent>,
+        on_error: &'a mut dyn FnMut(&DecodeError),
+    ) -> Self {
+        Reading { pipeline, feed, decoder, events, on_error, stop: None }
+    }
+}
+
+impl Lines for Reading<'_> {
+    type Error = DecodeError;
+
+    fn decode(&mut self, frame: Frame<'_>) -> Result<(), DecodeError> {
+        if self.stop.is_some() {
+            return Ok(());
+        }
+        self.decoder.decode_frame(frame, self.events)?;
+        for ev in self.events.drain(..) {
+            self.pipeline.push_event(self.feed, ev);
+        }
+        Ok(())
+    }
+
+    fn decode_joined(&mut self, record: Joined<'_>) -> Result<(), DecodeError> {
+        if self.stop.is_some() {
+            return Ok(());
+        }
+        self.decoder.decode_frame(record.frame(), self.events)?;
+        // The trace says so (SPEC §1.1 rule 12), next to the record's own events.
+        let (session, at_ms) = match self.events.first_mut() {
+            Some(ev) => (ev.session.clone(), self.feed.time.stamp(ev)),
+            None => (Arc::from(""), None),
+        };
+        tracing::debug!(source = %self.decoder.source_name(), line = record.line_no, lines = record.lines, "record rejoined");
+        let mut fields = serde_json::Map::new();
+        fields.insert("source".into(), self.decoder.source_name().as_ref().into());
+        fields.insert("line".into(), record.line_no.into());
+        fields.insert("lines".into(), record.lines.into());
+        let at_ms = at_ms.unwrap_or_else(|| self.feed.time.latest());
+        let k = shard_of(&session, self.feed.pending.len());
+        self.feed.pending[k].push(Item::Diagnostic { session, at_ms, phase: "record_rejoined", fields });
+        for ev in self.events.drain(..) {
+            self.pipeline.push_event(self.feed, ev);
+        }
+        Ok(())
+    }
+
+    fn bad(&mut self, e: DecodeError) {
+        if self.stop.is_none() {
+            if let Err(stop) = self.pipeline.decode_error(self.feed, e, self.on_error) {
+                self.stop = Some(stop);
+            }
+        }
     }
 }
 

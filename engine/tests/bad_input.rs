@@ -183,6 +183,27 @@ fn lone_surrogates_decode_as_replacement_characters() {
 }
 
 #[test]
+fn a_lone_surrogate_in_assistant_text_keeps_the_message_and_the_result_text() {
+    let assistant = format!(
+        r#"{{"type":"assistant","message":{{"role":"assistant","content":[{{"type":"text","text":"hello \ud800 world"}}]}},"session_id":"{S}"}}"#
+    );
+    let result = format!(
+        r#"{{"type":"result","subtype":"success","is_error":false,"result":"hello \ud800 world","session_id":"{S}"}}"#
+    );
+    let input = lines(&[init(), assistant, result]);
+    let run = replay_stdin(&input, &[]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(run.stdout.contains("hello \u{fffd} world"), "the message is shown: {}", run.stdout);
+    let (events, stats) = common::collect_bytes(&input);
+    assert_eq!(stats.decode_errors, 0);
+    let final_text = events.iter().find_map(|e| match &e.kind {
+        Output::RunClosed { final_text, .. } => Some(final_text.clone()),
+        _ => None,
+    });
+    assert_eq!(final_text.as_deref(), Some("hello \u{fffd} world"), "the run's text");
+}
+
+#[test]
 fn a_line_that_is_not_a_cursor_event_is_reported() {
     let input = lines(&[init(), r#"{"hello":"world"}"#.into(), "[1,2]".into(), r#"{"type":42}"#.into(), result()]);
     let run = replay_stdin(&input, &[]);

@@ -1,6 +1,7 @@
-//! `toolstream bench` on a small generated corpus: every stage runs, the JSON report carries the
-//! keys the performance issue names, progress goes to stderr (one line per measured stage run
-//! when stderr is not a terminal) and never into the report; inputs that cannot be measured are
+//! `toolstream bench` on a small generated corpus: every stage runs (the Cursor database stage when
+//! asked for), the JSON report carries the keys the performance issue names, progress goes to
+//! stderr (one line per measured stage run when stderr is not a terminal) and never into the
+//! report; inputs that cannot be measured are
 //! refused once, with their path; `--sink otlp=URL` adds a stage whose spans reach a real
 //! collector (rotel on loopback, `common::otel`). (Throughput itself is measured, never asserted.)
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
@@ -64,6 +65,32 @@ fn bench_reports_every_stage_as_json() {
     }
     assert!(run.stderr.starts_with("bench: generating a 2M corpus"), "{}", run.stderr);
     assert!(!run.stderr.contains('\x1b') && !run.stderr.contains('\r'), "no bar on a pipe: {:?}", run.stderr);
+}
+
+#[test]
+fn the_cursor_db_stage_runs_when_asked_for() {
+    let templates = common::example("");
+    let run = common::toolstream(
+        &[
+            "bench",
+            "--size",
+            "1MB",
+            "--templates",
+            templates.to_str().unwrap(),
+            "--stage",
+            "e2e-cursor-db",
+            "--repeat",
+            "1",
+            "--json",
+        ],
+        None,
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let v: serde_json::Value = serde_json::from_str(run.stdout.lines().last().unwrap()).unwrap();
+    let names: Vec<&str> = v["stages"].as_array().unwrap().iter().map(|s| s["stage"].as_str().unwrap()).collect();
+    assert_eq!(names, ["e2e-cursor-db"]);
+    assert!(v["e2e_cursor_db_mbps"].as_f64().is_some_and(|x| x > 0.0), "{}", run.stdout);
+    assert!(run.stdout.contains("end to end → Cursor chat DB"), "{}", run.stdout);
 }
 
 #[test]

@@ -356,3 +356,59 @@ fn every_listed_setting_changes_behaviour_or_output() {
         assert!(!(ob.check)(&default) || matches!(ob.look, Look::File(_)), "`{name}`: the default already shows it");
     }
 }
+
+/// The docs' settings and sinks tables are what `toolstream config --markdown` generates: each
+/// generated block is found, by its marker lines, exactly once in the project's Markdown files
+/// (wherever the docs keep it), and equal. Regenerate with `toolstream config --markdown`.
+#[test]
+fn the_docs_tables_are_the_generated_ones() {
+    let dir = temp_dir("markdown");
+    let out = config(&dir, &["--markdown"], &[]);
+    assert_eq!(out.code, 0, "stderr: {}", out.stderr);
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let docs = markdown_files(&root);
+    let blocks: Vec<&str> = out.stdout.split("\n\n").collect();
+    assert_eq!(blocks.len(), 2, "settings and sinks: {}", out.stdout);
+    for block in blocks {
+        let open = block.lines().next().unwrap();
+        let close = block.trim_end().lines().last().unwrap();
+        assert!(open.starts_with("<!-- toolstream config --markdown: ") && close.starts_with("<!-- end "), "{block}");
+        let found: Vec<(&PathBuf, &str)> = docs
+            .iter()
+            .flat_map(|(path, text)| {
+                text.match_indices(open).map(move |(at, _)| {
+                    let rest = &text[at..];
+                    let end = rest.find(close).map_or(rest.len(), |e| e + close.len());
+                    (path, &rest[..end])
+                })
+            })
+            .collect();
+        assert_eq!(found.len(), 1, "`{open}` once in the docs: {found:?}");
+        assert_eq!(
+            found[0].1,
+            block.trim_end(),
+            "{} differs from `toolstream config --markdown`",
+            found[0].0.display()
+        );
+    }
+}
+
+/// The project's Markdown files (not dependencies, builds or git's).
+fn markdown_files(root: &Path) -> Vec<(PathBuf, String)> {
+    let mut out = Vec::new();
+    let mut dirs = vec![root.to_owned()];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap().flatten() {
+            let path = entry.path();
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if entry.file_type().unwrap().is_dir() {
+                if !name.starts_with('.') && !["target", "node_modules"].contains(&name.as_str()) {
+                    dirs.push(path);
+                }
+            } else if name.ends_with(".md") {
+                out.push((path.clone(), std::fs::read_to_string(&path).unwrap()));
+            }
+        }
+    }
+    out
+}

@@ -94,23 +94,32 @@ impl Home {
     }
 
     fn pi(&self, pi: &Path) -> Command {
+        let mut cmd = self.bare_pi(pi);
+        cmd.env("PI_CODING_AGENT_DIR", self.dir.join("agent"))
+            .env("TOOLSTREAM_BIN", env!("CARGO_BIN_EXE_toolstream"))
+            .args(["--no-extensions", "-e"])
+            .arg(extension())
+            .args(["--provider", "cursor", "--model", "auto"]);
+        cmd
+    }
+
+    /// pi in this home as a user runs it: its settings in `$HOME/.pi/agent`, no extension named,
+    /// toolstream found the extension's own way; cursor-agent the stand-in.
+    fn bare_pi(&self, pi: &Path) -> Command {
         let mut cmd = Command::new(pi);
         cmd.current_dir(self.dir.join("work"))
-            .env("PI_CODING_AGENT_DIR", self.dir.join("agent"))
+            .env_remove("PI_CODING_AGENT_DIR")
             .env("PI_OFFLINE", "1")
             .env("HOME", &self.dir)
             .env_remove("XDG_CACHE_HOME")
-            .env("TOOLSTREAM_BIN", env!("CARGO_BIN_EXE_toolstream"))
+            .env_remove("TOOLSTREAM_BIN")
             .env("TOOLSTREAM_CURSOR_AGENT", self.dir.join("cursor-agent"))
             .env("FAKE_CALLS", self.calls_dir())
             .env("FAKE_STREAM", common::example("demo.jsonl"))
             .env_remove("PI_CODING_AGENT_SESSION_DIR")
             .env_remove("TOOLSTREAM_CURSOR_REPLAY")
             .env_remove("TOOLSTREAM_CURSOR_MODELS")
-            .env_remove("CURSOR_API_KEY")
-            .args(["--no-extensions", "-e"])
-            .arg(extension())
-            .args(["--provider", "cursor", "--model", "auto"]);
+            .env_remove("CURSOR_API_KEY");
         cmd
     }
 }
@@ -236,6 +245,53 @@ fn stopped(message: &Value) {
         (Some("assistant"), Some("stop")),
         "{message}"
     );
+}
+
+/// The two install steps a user takes: `cargo install` (here: a `toolstream` in
+/// `~/.cargo/bin` that notes each start, then runs the one cargo built) and `pi install <the
+/// extension>`; then pi, with no `-e` and no `TOOLSTREAM_BIN`, runs a Cursor run through them.
+#[test]
+fn pi_install_registers_the_extension_and_it_finds_toolstream_on_path() {
+    each_pi_home(|pi, home| {
+        let cargo_bin = home.dir.join(".cargo/bin");
+        std::fs::create_dir_all(&cargo_bin).unwrap();
+        let started = home.dir.join("toolstream-started");
+        write_script(
+            &cargo_bin.join("toolstream"),
+            &format!(
+                "#!/bin/sh\necho \"$1\" >> '{}'\nexec '{}' \"$@\"\n",
+                started.display(),
+                env!("CARGO_BIN_EXE_toolstream")
+            ),
+        );
+        let path = format!("{}:{}", cargo_bin.display(), std::env::var("PATH").unwrap_or_default());
+        let agent_dir = home.dir.join(".pi/agent");
+        std::fs::create_dir_all(&agent_dir).unwrap();
+        std::fs::write(agent_dir.join("settings.json"), r#"{"retry":{"enabled":false}}"#).unwrap();
+
+        let mut install = home.bare_pi(pi);
+        install.env("PATH", &path).arg("install").arg(extension());
+        let done = common::run_with_timeout(&mut install, None, PI_TIMEOUT).unwrap();
+        assert_eq!(done.code, Some(0), "pi install failed: {}{}", done.stdout, done.stderr);
+        let settings: Value =
+            serde_json::from_str(&std::fs::read_to_string(agent_dir.join("settings.json")).unwrap()).unwrap();
+        // pi keeps a local package's path relative to its settings file.
+        let packages = settings["packages"].as_array().expect("a packages list");
+        assert_eq!(packages.len(), 1, "{settings}");
+        let installed = agent_dir.join(packages[0].as_str().unwrap()).canonicalize().unwrap();
+        assert_eq!(installed, extension(), "{settings}");
+
+        let mut run = home.bare_pi(pi);
+        run.env("PATH", &path).args(["--provider", "cursor", "--model", "auto"]);
+        let last = print_mode(run, &[], "fix the rounding bug");
+        stopped(&last);
+        assert_eq!(last["responseId"], DEMO_CHAT, "the recorded Cursor run's messages");
+        let calls = calls(&home.calls_dir());
+        assert_eq!(calls.len(), 1, "one cursor-agent run: {calls:?}");
+        assert_eq!(calls[0].last().unwrap(), "fix the rounding bug");
+        let starts = std::fs::read_to_string(&started).unwrap_or_default();
+        assert!(starts.lines().any(|l| l == "pi-provider"), "the toolstream on PATH ran the run: {starts:?}");
+    });
 }
 
 #[test]
@@ -455,6 +511,67 @@ fn without_native_tool_display_every_call_is_a_thinking_trace() {
             assert_eq!(traces_of(&trace, head), 1, "one trace for {head:?} in {trace}");
         }
         assert!(trace.contains("Command exited with code 1"), "the failing npm test's output is in its trace: {trace}");
+        // `false` is off too, as the engine reads booleans.
+        let messages = demo_messages(home, pi, &[("PI_CURSOR_NATIVE_TOOL_DISPLAY", "false")], &[]);
+        assert_eq!(tool_calls(&messages), Vec::<String>::new(), "false: no replay tool calls");
+    });
+}
+
+/// The extension's boolean switches (`integrations/pi/env.ts`, run by pi's own TypeScript loader)
+/// read every value of one table as the engine's settings do (`config::parse_bool`).
+#[test]
+fn the_extension_reads_booleans_as_the_engine_does() {
+    let values = [
+        "1",
+        "0",
+        "true",
+        "false",
+        "TRUE",
+        "False",
+        "yes",
+        "No",
+        "on",
+        "OFF",
+        " on ",
+        "\toff\n",
+        "\u{85}1",
+        "\u{3000}yes",
+        "\u{feff}1",
+        "",
+        " ",
+        "2",
+        "-1",
+        "y",
+        "n",
+        "t",
+        "f",
+        "enabled",
+        "truee",
+        "o n",
+        "\u{130}",
+        "ＴＲＵＥ",
+    ];
+    let env_ts = Path::new(env!("CARGO_MANIFEST_DIR")).join("../integrations/pi/env.ts");
+    common::each_pi(|pi| {
+        let jiti = pi.dir.join("node_modules/jiti/lib/jiti.mjs");
+        let script = format!(
+            "import {{ createJiti }} from {jiti:?};\n\
+             const m = await createJiti(import.meta.url).import({env_ts:?});\n\
+             const values = JSON.parse(process.argv[1]);\n\
+             console.log(JSON.stringify(values.map((v) => m.parseBool(v) ?? null)));\n",
+            jiti = jiti.display().to_string(),
+            env_ts = env_ts.display().to_string(),
+        );
+        let mut cmd = Command::new(pi.node());
+        cmd.args(["--input-type=module", "-e", &script, &serde_json::to_string(&values).unwrap()]);
+        let done = common::run_with_timeout(&mut cmd, None, PI_TIMEOUT).unwrap();
+        assert_eq!(done.code, Some(0), "{}", done.stderr);
+        let theirs: Vec<Option<bool>> = serde_json::from_str(done.stdout.trim()).unwrap();
+        let ours: Vec<Option<bool>> = values.iter().map(|v| toolstream::config::parse_bool(v)).collect();
+        for ((v, t), o) in values.iter().zip(&theirs).zip(&ours) {
+            assert_eq!(t, o, "{v:?}: the extension reads {t:?}, the engine {o:?}");
+        }
+        assert_eq!(theirs.len(), values.len());
     });
 }
 

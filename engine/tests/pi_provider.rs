@@ -52,6 +52,8 @@ struct Provider {
     stdin: Option<ChildStdin>,
     lines: Receiver<String>,
     stderr: Option<std::thread::JoinHandle<String>>,
+    /// Its stderr, once it exited.
+    said: String,
 }
 
 impl Provider {
@@ -87,7 +89,7 @@ impl Provider {
             let _ = err.read_to_string(&mut s);
             s
         });
-        Provider { stdin: child.stdin.take(), child, lines, stderr: Some(stderr) }
+        Provider { stdin: child.stdin.take(), child, lines, stderr: Some(stderr), said: String::new() }
     }
 
     fn send(&mut self, v: &Value) {
@@ -121,10 +123,10 @@ impl Provider {
     /// Exit status within `timeout` (killing it otherwise, and failing).
     fn wait(&mut self, timeout: Duration) -> i32 {
         let code = wait_or_kill(&mut self.child, timeout);
-        let stderr = self.stderr.take().map(|h| h.join().unwrap_or_default()).unwrap_or_default();
+        self.said = self.stderr.take().map(|h| h.join().unwrap_or_default()).unwrap_or_default();
         match code {
             Some(c) => c.unwrap_or(-1),
-            None => panic!("pi-provider did not exit in {timeout:?}; stderr: {stderr}"),
+            None => panic!("pi-provider did not exit in {timeout:?}; stderr: {}", self.said),
         }
     }
 }
@@ -497,6 +499,28 @@ fn an_otlp_sink_beside_the_protocol_exports_the_run_and_changes_nothing_on_stdou
         assert_eq!(run_and_call_spans(&spans[seen..]), (runs, calls), "{sink}: one span per run and per call");
         seen = spans.len();
     }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Issue 20 item 5: a sink that lost what it took fails the provider too, once pi has the run.
+#[test]
+fn spans_a_collector_never_answered_are_reported_and_the_provider_exits_1() {
+    let silent = common::otel::SilentCollector::start();
+    let dir = common::tempdir();
+    let demo = common::example("demo.jsonl");
+    let (runs, calls, _) = common::otel::expected(&demo);
+    let mut plain = Provider::start(&[]);
+    plain.send(&request(replay_source(&demo), "go", &dir));
+    let reference = drive(&mut plain, false);
+    assert_eq!(reference.code, 0);
+    let sink = format!("otlp={}", silent.url());
+    let mut p = Provider::start_with(&["--sink", &sink], &[]);
+    p.send(&request(replay_source(&demo), "go", &dir));
+    let d = drive(&mut p, false);
+    assert_eq!(d.lines, reference.lines, "pi gets the whole run");
+    assert_eq!(d.code, 1, "{}", p.said);
+    let line = format!("toolstream: sink {sink}: {} spans not delivered (", runs + calls);
+    assert!(p.said.lines().any(|l| l.starts_with(&line)), "{line}…: {}", p.said);
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -86,3 +86,42 @@ fn ignored_sdk_update_types_are_counted_not_dropped_silently() {
     let (_, stats) = common::collect_bytes(recording.as_bytes());
     assert_eq!((stats.output.runs, stats.ignored_updates, stats.decode_errors), (1, 2, 0));
 }
+
+#[test]
+fn a_completion_reported_under_another_id_is_traced_with_hashed_ids_only() {
+    // The completion names another call id than its start (Cursor does this): it is matched by
+    // `(tool, args)`, and the trace says so with both ids hashed, never raw (SPEC §9.3).
+    let recording = concat!(
+        r#"{"at_ms":1,"start":{"session_id":"s-ids","cwd":"/w","model":"m","prompt":"p"}}"#,
+        "\n",
+        r#"{"at_ms":2,"delta":{"type":"tool-call-started","callId":"started-edit","toolCall":{"type":"edit","args":{"path":"/w/a.txt","streamContent":"x"}}}}"#,
+        "\n",
+        r#"{"at_ms":3,"delta":{"type":"tool-call-completed","callId":"completed-edit","toolCall":{"type":"edit","args":{"path":"/w/a.txt","streamContent":"x"},"result":{"status":"success","value":{"path":"/w/a.txt","linesAdded":1}}}}}"#,
+        "\n",
+        r#"{"at_ms":4,"wait":{"status":"finished","result":"ok"}}"#,
+        "\n",
+    );
+    let dir = common::tempdir();
+    let input = dir.join("ids.jsonl");
+    std::fs::write(&input, recording).unwrap();
+    let trace = dir.join("trace.jsonl");
+    let run =
+        common::toolstream(&["replay", "--sink", &format!("jsonl={}", trace.display()), input.to_str().unwrap()], None);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let trace = std::fs::read_to_string(&trace).unwrap();
+    for raw in ["started-edit", "completed-edit"] {
+        assert!(!trace.contains(raw), "raw call id {raw} in the trace:\n{trace}");
+    }
+    let hash = |id: &str| toolstream_schemas::ids::hash8(id);
+    let matched = trace
+        .lines()
+        .find(|l| l.contains("match-completion-by-fingerprint"))
+        .unwrap_or_else(|| panic!("no matching record:\n{trace}"));
+    assert!(matched.contains(&format!(r#""callIdHash":"{}""#, hash("started-edit"))), "{matched}");
+    assert!(matched.contains(&format!(r#""reportedCallIdHash":"{}""#, hash("completed-edit"))), "{matched}");
+    // One card, under the start's (hashed) id.
+    let completed: Vec<&str> = trace.lines().filter(|l| l.contains(r#""phase":"tool_completed""#)).collect();
+    assert_eq!(completed.len(), 1, "{trace}");
+    assert!(completed[0].contains(&hash("started-edit")), "{}", completed[0]);
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -21,6 +21,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { chatToResume, type SessionView } from "./chat.js";
+import { envFlag } from "./env.js";
 import {
 	type Api,
 	type AssistantMessage,
@@ -137,7 +138,7 @@ function sourceSpec(cwd: string): Record<string, unknown> {
 		return {
 			kind: "replay",
 			path: path.resolve(cwd, replay),
-			realtime: process.env.TOOLSTREAM_REPLAY_REALTIME === "1",
+			realtime: envFlag(process.env.TOOLSTREAM_REPLAY_REALTIME, false),
 		};
 	}
 	const args = (process.env.TOOLSTREAM_CURSOR_AGENT_ARGS ?? "").split(/\s+/).filter(Boolean);

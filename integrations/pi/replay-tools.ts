@@ -38,6 +38,7 @@ import {
 } from "@mariozechner/pi-coding-agent";
 import { Text } from "@mariozechner/pi-tui";
 import { Type } from "typebox";
+import { envFlag } from "./env.js";
 import { isReplayId, recordedResults } from "./provider.js";
 
 export const NATIVE_REPLAY_TOOLS = ["read", "bash", "grep", "find", "ls", "edit", "write"] as const;
@@ -149,13 +150,14 @@ function replayLines(details: ReplayDetails, body: string, theme: { fg: (c: neve
 }
 
 /**
- * Seed 000's opt-outs: `PI_CURSOR_NATIVE_TOOL_DISPLAY=0` registers no replay tool at all (every
- * Cursor call reaches pi as a thinking trace); `PI_CURSOR_REGISTER_NATIVE_TOOLS=0` registers the
- * neutral `cursor` tool only (native calls show as neutral cards).
+ * Seed 000's opt-outs (booleans read as the engine reads them, see env.ts):
+ * `PI_CURSOR_NATIVE_TOOL_DISPLAY=0` registers no replay tool at all (every Cursor call reaches pi
+ * as a thinking trace); `PI_CURSOR_REGISTER_NATIVE_TOOLS=0` registers the neutral `cursor` tool
+ * only (native calls show as neutral cards).
  */
 export function replayToolsWanted(env = process.env): { any: boolean; natives: boolean } {
-	const any = env.PI_CURSOR_NATIVE_TOOL_DISPLAY !== "0";
-	return { any, natives: any && env.PI_CURSOR_REGISTER_NATIVE_TOOLS !== "0" };
+	const any = envFlag(env.PI_CURSOR_NATIVE_TOOL_DISPLAY, true);
+	return { any, natives: any && envFlag(env.PI_CURSOR_REGISTER_NATIVE_TOOLS, true) };
 }
 
 /**

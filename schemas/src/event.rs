@@ -1,15 +1,55 @@
 //! The canonical event model (SPEC §3): input events every source decodes to, and output events
 //! every sink consumes. Actors and sinks meet here and nowhere else.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
-use crate::tools::Tool;
+use crate::cursor_cli::tool_models::ResultModel;
+use crate::cursor_exec::to_openai::OpenAiToolCall;
+use crate::tools::{Tool, ToolKind};
 
 /// JSON kept verbatim: tool payloads, unknown lines and unknown fields.
 pub type RawJson = Box<RawValue>;
+
+/// A call's recorded arguments: the JSON text as recorded, and the tree every later stage reads
+/// (lifecycle labels, card building, display arguments), built from it once, when it is first
+/// read. A call's start and its completion share one (`Arc`) when they carry the same text.
+#[derive(Debug)]
+pub struct CallArgs {
+    text: RawJson,
+    tree: OnceLock<Option<serde_json::Value>>,
+}
+
+impl CallArgs {
+    /// Arguments recorded as this JSON text.
+    pub fn new(text: RawJson) -> CallArgs {
+        CallArgs { text, tree: OnceLock::new() }
+    }
+
+    /// Arguments a decoder already holds as a tree (its text is written from it).
+    pub fn from_tree(tree: serde_json::Value) -> Result<CallArgs, serde_json::Error> {
+        let text = serde_json::value::to_raw_value(&tree)?;
+        Ok(CallArgs { text, tree: OnceLock::from(Some(tree)) })
+    }
+
+    /// Arguments from JSON text (for builders of synthetic streams, benches and tests).
+    pub fn from_json(text: &str) -> Result<CallArgs, serde_json::Error> {
+        Ok(CallArgs::new(RawValue::from_string(text.to_owned())?))
+    }
+
+    /// The JSON text as recorded.
+    pub fn text(&self) -> &str {
+        self.text.get()
+    }
+
+    /// The arguments as a tree; `None` when the text is not a value a tree holds (a number out
+    /// of range). Read once, on the first call.
+    pub fn tree(&self) -> Option<&serde_json::Value> {
+        self.tree.get_or_init(|| serde_json::from_str(self.text.get()).ok()).as_ref()
+    }
+}
 
 /// Fields a decoder did not recognise, kept in arrival order so nothing read is silently dropped.
 pub type UnknownFields = Vec<(String, RawJson)>;
@@ -117,14 +157,37 @@ pub struct ToolEvent {
     pub tool: Tool,
     /// The wire name the tool came under (`shellToolCall`, SDK `shell`, …).
     pub wire_name: String,
-    pub args: Option<RawJson>,
+    pub args: Option<Arc<CallArgs>>,
     pub result: Option<ToolResult>,
     pub model_call_id: Option<String>,
     /// Tool-clock times (`startedAtMs`/`completedAtMs`): a different clock from event time.
     pub started_at_ms: Option<u64>,
     pub completed_at_ms: Option<u64>,
-    /// Unknown sibling metadata of the tool payload, kept.
+    /// The OpenAI tool call an exec call maps to (SPEC §1.4, §9.5): the card keeps it for the
+    /// OpenAI sink. `None` for Cursor's own tool activity.
+    pub openai_call: Option<Arc<OpenAiToolCall>>,
+    /// Set by intake on a completion it matched to a start reported under another id (the
+    /// completion then carries the start's id): the id it came with. A raw id: state only, traced
+    /// hashed.
+    pub reported_call_id: Option<String>,
+    /// Which call this report belongs to: set by intake, the one matcher (SPEC §5.2). Every later
+    /// stage keys its state of the call by it and reads the call's hashed id and fingerprint from
+    /// it; unset ([`CallIdent::default`]) before intake.
+    pub call: CallIdent,
+    /// Unknown sibling metadata of the tool payload, kept: only what no field above names.
     pub extra: UnknownFields,
+}
+
+/// A call as intake identified it, carried on each of its reports.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CallIdent {
+    /// Unique among the calls one intake has seen (never 0 once set): the key of every later
+    /// stage's state of the call.
+    pub key: u64,
+    /// How outputs name the call: the hash of its start's id, computed once.
+    pub call_ref: CallRef,
+    /// Fingerprint of `(tool, args)` of the call's start; `None` without args.
+    pub fingerprint: Option<u64>,
 }
 
 impl ToolEvent {
@@ -136,7 +199,6 @@ impl ToolEvent {
         args: Option<&str>,
         result: Option<(ResultStatus, &str)>,
     ) -> Result<ToolEvent, serde_json::Error> {
-        let raw = |s: &str| RawValue::from_string(s.to_owned());
         let wire_name = match &tool {
             Tool::Known(k) => k.spec().cli_key.to_owned(),
             Tool::Unknown(n) => format!("{n}ToolCall"),
@@ -145,14 +207,17 @@ impl ToolEvent {
             call_id: call_id.to_owned(),
             tool,
             wire_name,
-            args: args.map(raw).transpose()?,
+            args: args.map(CallArgs::from_json).transpose()?.map(Arc::new),
             result: match result {
-                Some((status, value)) => Some(ToolResult { status, value: raw(value)?, extra: Vec::new() }),
+                Some((status, value)) => Some(ToolResult::new(status, RawValue::from_string(value.to_owned())?)),
                 None => None,
             },
             model_call_id: None,
             started_at_ms: None,
             completed_at_ms: None,
+            openai_call: None,
+            reported_call_id: None,
+            call: CallIdent::default(),
             extra: Vec::new(),
         })
     }
@@ -166,6 +231,71 @@ pub struct ToolResult {
     pub value: RawJson,
     /// Siblings of the oneof key (`isBackground`, `terminalsFolder`, …).
     pub extra: UnknownFields,
+    /// Shell output attributed from `shell-output-delta` chunks, standing in for the recorded
+    /// stdout of a successful shell whose recorded stdout and stderr were blank (SPEC §6b).
+    stdout_from_deltas: Option<String>,
+    /// `value` as a tree (read once, only for those who keep the recorded result).
+    tree: OnceLock<Option<serde_json::Value>>,
+    /// `value` read as its tool's model (once, by the first stage that reads it).
+    model: OnceLock<ResultModel>,
+}
+
+impl ToolResult {
+    pub fn new(status: ResultStatus, value: RawJson) -> ToolResult {
+        ToolResult::with_extra(status, value, Vec::new())
+    }
+
+    pub fn with_extra(status: ResultStatus, value: RawJson, extra: UnknownFields) -> ToolResult {
+        ToolResult { status, value, extra, stdout_from_deltas: None, tree: OnceLock::new(), model: OnceLock::new() }
+    }
+
+    /// The recorded inner object as a tree (the shell output from deltas in place of its blank
+    /// stdout); `None` when the text is not a value a tree holds. Read once.
+    pub fn tree(&self) -> Option<&serde_json::Value> {
+        self.tree
+            .get_or_init(|| {
+                let mut tree: serde_json::Value = serde_json::from_str(self.value.get()).ok()?;
+                if let (Some(stdout), Some(obj)) = (&self.stdout_from_deltas, tree.as_object_mut()) {
+                    obj.insert("stdout".into(), stdout.as_str().into());
+                }
+                Some(tree)
+            })
+            .as_ref()
+    }
+
+    /// The result read as the model of `kind` (the payload's kind: an MCP call reclassified as
+    /// a web search has an MCP-shaped result), once: from the tree when one was read, else from
+    /// the text.
+    pub fn model(&self, kind: ToolKind) -> &ResultModel {
+        self.model.get_or_init(|| {
+            let mut model = match self.tree.get() {
+                Some(Some(tree)) => ResultModel::from_tree(kind, &self.status, tree),
+                Some(None) => ResultModel::Unreadable,
+                None => ResultModel::parse(kind, &self.status, self.value.get()),
+            };
+            if let Some(stdout) = &self.stdout_from_deltas {
+                model.set_stdout(stdout);
+            }
+            model
+        })
+    }
+
+    /// Shell output attributed from deltas replaces the recorded stdout (see
+    /// [`ToolResult::tree`] and [`ToolResult::model`]).
+    pub fn set_stdout_from_deltas(&mut self, stdout: String) {
+        if let Some(model) = self.model.get_mut() {
+            model.set_stdout(&stdout);
+        }
+        if let Some(Some(serde_json::Value::Object(obj))) = self.tree.get_mut() {
+            obj.insert("stdout".into(), stdout.as_str().into());
+        }
+        self.stdout_from_deltas = Some(stdout);
+    }
+
+    /// The shell output that stands in for the recorded stdout, if any.
+    pub fn stdout_from_deltas(&self) -> Option<&str> {
+        self.stdout_from_deltas.as_deref()
+    }
 }
 
 /// Which oneof arm a result is. Only `Success` is a success (SPEC §1.1 rule 6).
@@ -288,7 +418,7 @@ pub struct RunId {
 }
 
 /// A call as outputs name it: never the raw id, only its hash (SPEC §1.1 rule 2, §9.3).
-#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize)]
 pub struct CallRef {
     /// First 8 hex digits of `sha256(call_id)`.
     pub hash: String,
@@ -459,6 +589,10 @@ pub struct Card {
     /// `CardContext::keep_recorded`). Not part of the serialized card.
     #[serde(skip)]
     pub recorded_args: Option<serde_json::Value>,
+    /// The OpenAI tool call an exec call maps to, scrubbed (also in `details.openaiToolCall`):
+    /// the OpenAI sink answers with it. Not part of the serialized card.
+    #[serde(skip)]
+    pub openai_call: Option<Arc<OpenAiToolCall>>,
 }
 
 /// How a display line is styled.

@@ -6,8 +6,10 @@ pub mod cursor_db;
 pub mod jsonl_trace;
 pub mod openai;
 pub mod otel;
+pub mod output_file;
 pub mod pi_events;
 pub mod pi_session;
+pub mod private_dir;
 
 use toolstream_schemas::OutputEvent;
 
@@ -23,6 +25,10 @@ pub enum SinkError {
     #[error("{sink}: {message}")]
     Other { sink: &'static str, message: String },
 }
+
+/// Reads what a sink lost so far ([`SinkLoss`]) from any thread, whatever the sink's own thread is
+/// doing (still waiting on a collector at exit, say): the engine asks it when it stops waiting.
+pub type LossProbe = std::sync::Arc<dyn Fn() -> Option<SinkLoss> + Send + Sync>;
 
 /// What a sink lost after it accepted events: items it could not deliver where it writes (spans
 /// a collector never got), for the exit summary.
@@ -50,9 +56,9 @@ pub trait Sink: Send {
     fn checkpoint(&mut self) -> Result<(), SinkError> {
         self.flush()
     }
-    /// What it lost after accepting events, asked once after its final checkpoint. Sinks that
-    /// write every event they accept lose nothing.
-    fn losses(&self) -> Option<SinkLoss> {
+    /// How to read what it lost after accepting events (asked once, when it opened). Sinks that
+    /// write every event they accept before `write` returns lose nothing and have none.
+    fn loss_probe(&self) -> Option<LossProbe> {
         None
     }
 }

@@ -52,6 +52,7 @@ fn card(content: &str) -> Card {
         completed_ms: None,
         recorded_result: None,
         recorded_args: None,
+        openai_call: None,
     }
 }
 

@@ -55,6 +55,7 @@ fn card(call_id: &str, is_error: bool) -> Card {
         completed_ms: Some(1_250),
         recorded_result: None,
         recorded_args: None,
+        openai_call: None,
     }
 }
 

@@ -1,11 +1,15 @@
-//! Call intake (SPEC §5.2), the first stage of a shard: matches every completion to its start —
-//! by call id, else by `(tool, args)` fingerprint — and hands later stages each call exactly once,
-//! already matched. A matched completion carries its start's call id (the id it reported is kept
-//! as `reportedCallId`) and, when it has none, its start's args. Repeated reports — the same call
+//! Call intake (SPEC §5.2), the first stage of a shard and the one call matcher: matches every
+//! completion to its start — by call id, else by `(tool, args)` fingerprint — and hands later
+//! stages each call exactly once, already matched: every report carries its call's identity
+//! ([`CallIdent`](toolstream_schemas::CallIdent): a key, the hashed id, the fingerprint), by which
+//! the shell, lifecycle and run stages know it without matching again. A matched completion carries its start's call id (the id it reported is kept
+//! as `reported_call_id`) and, when it has none, its start's args. Repeated reports — the same call
 //! id again, an id-less report identical to an earlier completion, a start after its completion —
 //! are dropped here with a trace record, so the shell, lifecycle and run stages never see them.
 //! An id-less shell report that matches two identical shells still running is held until one of
 //! them completes by id (then it is that completion again, or the other's) or the run ends.
+
+pub mod calls;
 
 use rustc_hash::FxHashMap as HashMap;
 use std::sync::Arc;
@@ -14,7 +18,7 @@ use toolstream_schemas::ids::call_ref;
 use toolstream_schemas::{Input, InputEvent, ToolEvent};
 
 use crate::item::Item;
-use crate::run::calls::{CallTable, Completion};
+use calls::{CallTable, Completion, Start};
 
 /// The intake stage's state: one call table per open run (per session).
 #[derive(Debug, Default)]
@@ -22,6 +26,8 @@ pub struct IntakeCore {
     tables: HashMap<Arc<str>, CallTable>,
     /// Ambiguous id-less shell reports, per session, in arrival order.
     held: HashMap<Arc<str>, Vec<InputEvent>>,
+    /// The last call key handed out (keys are unique across this intake's sessions and runs).
+    last_key: u64,
 }
 
 impl IntakeCore {
@@ -70,19 +76,21 @@ impl IntakeCore {
             }
             Input::ToolStarted(t) | Input::ToolPartial(t) => {
                 let table = self.tables.entry(ev.session.clone()).or_default();
-                if table.start(t, at_ms) || table.is_started(&t.call_id) {
-                    Next::Forward
-                } else {
-                    // A start (or partial report) of a call that already completed.
-                    out.push(dropped(&ev.session, at_ms, &t.call_id, "ignore-start-after-completion"));
-                    Next::Drop
+                let last_key = &mut self.last_key;
+                match table.start(t, || next_key(last_key)) {
+                    Start::New | Start::Repeat => Next::Forward,
+                    Start::AfterCompletion => {
+                        // A start (or partial report) of a call that already completed.
+                        out.push(dropped(&ev.session, at_ms, &t.call_id, "ignore-start-after-completion"));
+                        Next::Drop
+                    }
                 }
             }
             Input::ToolCompleted(t) => {
                 let table = self.tables.entry(ev.session.clone()).or_default();
                 if table.is_ambiguous_shell_report(t) {
                     Next::Hold
-                } else if !complete(table, &ev.session, at_ms, t, out) {
+                } else if !complete(table, &mut self.last_key, &ev.session, at_ms, t, out) {
                     Next::Drop
                 } else if self.held.contains_key(&ev.session) {
                     Next::ForwardAndSettle
@@ -117,7 +125,7 @@ impl IntakeCore {
             let Input::ToolCompleted(t) = &mut ev.kind else { continue };
             if !all && table.is_ambiguous_shell_report(t) {
                 still.push(ev);
-            } else if complete(table, session, at_ms, t, out) {
+            } else if complete(table, &mut self.last_key, session, at_ms, t, out) {
                 out.push(Item::Input(ev));
             }
         }
@@ -127,8 +135,21 @@ impl IntakeCore {
     }
 }
 
-/// Match one completion against `table`; returns whether it goes on.
-fn complete(table: &mut CallTable, session: &Arc<str>, at_ms: u64, t: &mut ToolEvent, out: &mut Vec<Item>) -> bool {
+fn next_key(last: &mut u64) -> u64 {
+    *last += 1;
+    *last
+}
+
+/// Match one completion against `table`, giving it its call's identity; returns whether it goes
+/// on.
+fn complete(
+    table: &mut CallTable,
+    last_key: &mut u64,
+    session: &Arc<str>,
+    at_ms: u64,
+    t: &mut ToolEvent,
+    out: &mut Vec<Item>,
+) -> bool {
     match table.complete(t) {
         Completion::Duplicate(why) => {
             let mut d = dropped(session, at_ms, &t.call_id, "drop-duplicate-completion");
@@ -140,20 +161,25 @@ fn complete(table: &mut CallTable, session: &Arc<str>, at_ms: u64, t: &mut ToolE
         }
         Completion::Matched(start) => {
             if t.call_id != start.call_id {
-                let reported = std::mem::replace(&mut t.call_id, start.call_id);
-                if let Ok(raw) = serde_json::value::to_raw_value(&reported) {
-                    t.extra.push(("reportedCallId".into(), raw));
-                }
+                t.reported_call_id = Some(std::mem::replace(&mut t.call_id, start.call_id));
             }
-            if t.args.is_none() {
-                t.args = start.args;
+            // Completed fields win; missing ones fall back to the start (SPEC §1.1 rule 4). Args
+            // the completion repeats are the start's: read once, shared.
+            match (&t.args, start.args) {
+                (None, start_args) => t.args = start_args,
+                (Some(own), Some(start_args)) if own.text() == start_args.text() => t.args = Some(start_args),
+                _ => {}
             }
             if t.started_at_ms.is_none() {
                 t.started_at_ms = start.started_at_ms;
             }
+            t.call = start.ident;
             true
         }
-        Completion::Unmatched => true,
+        Completion::Unmatched => {
+            t.call = calls::ident(next_key(last_key), t);
+            true
+        }
     }
 }
 
@@ -162,6 +188,17 @@ fn dropped(session: &Arc<str>, at_ms: u64, call_id: &str, action: &str) -> Item 
     fields.insert("action".into(), action.into());
     fields.insert("callIdHash".into(), call_ref(call_id).hash.into());
     Item::Diagnostic { session: session.clone(), at_ms, phase: "display_decision", fields }
+}
+
+/// `items` as intake hands them on (for tests of the stages after it, which read matched calls).
+#[cfg(test)]
+pub(crate) fn matched(items: Vec<Item>) -> Vec<Item> {
+    let mut intake = IntakeCore::default();
+    let mut out = Vec::new();
+    for item in items {
+        intake.push(item, &mut out);
+    }
+    out
 }
 
 #[cfg(test)]

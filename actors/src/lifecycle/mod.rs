@@ -7,24 +7,24 @@
 use rustc_hash::FxHashMap as HashMap;
 use std::sync::Arc;
 
-use toolstream_schemas::ids::call_ref;
-use toolstream_schemas::{Input, InputEvent, Tool, ToolEvent, ToolKind};
+use toolstream_schemas::{CallRef, Input, InputEvent, Tool, ToolEvent, ToolKind};
 
 mod args;
 
-use args::{LabelArgs, Text};
+use args::LabelArgs;
 
 use crate::item::{Item, Line};
 use crate::present::bounds::{display_line, DISPLAY_LINE_CHARS};
 use crate::present::scrub::Scrubber;
-use crate::run::calls::fingerprint;
 
 /// Default defer window (ms of event time).
 pub const DEFAULT_DEFER_MS: u64 = 75;
 
 #[derive(Debug)]
 struct Pending {
-    call_id: String,
+    /// The call's key (intake's identity).
+    key: u64,
+    call: CallRef,
     fingerprint: Option<u64>,
     title: String,
     label: String,
@@ -106,28 +106,28 @@ impl LifecycleCore {
                 if !t.tool.is_lifecycle() {
                     return;
                 }
-                let args = LabelArgs::parse(t.args.as_ref());
+                let args = LabelArgs::of(t.args.as_deref().and_then(toolstream_schemas::CallArgs::tree));
                 if is_bridge_call(t, &args) {
                     return;
                 }
                 let label = self.label(t, &args);
                 let list = self.calls.entry(ev.session.clone()).or_default();
-                let existing = (!t.call_id.is_empty()).then(|| list.iter_mut().find(|p| p.call_id == t.call_id));
-                match existing.flatten() {
+                match list.iter_mut().find(|p| p.key == t.call.key) {
                     // Re-scheduling the same call replaces its timer (until its line is shown).
                     Some(p) if !p.fired => {
                         p.due = now + self.defer_ms;
                         if t.args.is_some() {
                             p.label = label;
-                            p.fingerprint = fingerprint(&t.tool, t.args.as_ref());
+                            p.fingerprint = t.call.fingerprint;
                         }
                     }
                     Some(_) => {}
                     None => {
                         self.seq += 1;
                         list.push(Pending {
-                            call_id: t.call_id.clone(),
-                            fingerprint: fingerprint(&t.tool, t.args.as_ref()),
+                            key: t.call.key,
+                            call: t.call.call_ref.clone(),
+                            fingerprint: t.call.fingerprint,
                             title: t.tool.title().into_owned(),
                             label,
                             due: now + self.defer_ms,
@@ -140,14 +140,10 @@ impl LifecycleCore {
             }
             Input::ToolCompleted(t) => {
                 let Some(list) = self.calls.get_mut(&ev.session) else { return };
-                let by_id = (!t.call_id.is_empty()).then(|| list.iter().position(|p| p.call_id == t.call_id));
-                let fp = fingerprint(&t.tool, t.args.as_ref());
-                let found =
-                    by_id.flatten().or_else(|| fp.and_then(|fp| list.iter().position(|p| p.fingerprint == Some(fp))));
-                if let Some(i) = found {
+                if let Some(i) = list.iter().position(|p| p.key == t.call.key) {
                     let p = list.remove(i);
                     if !p.fired {
-                        out.push(skip(&ev.session, now, &p.call_id, &t.tool, "completed-within-defer"));
+                        out.push(skip(&ev.session, now, &p.call, &t.tool, "completed-within-defer"));
                     }
                 }
             }
@@ -187,7 +183,7 @@ impl LifecycleCore {
             if duplicate {
                 let mut fields = serde_json::Map::new();
                 fields.insert("reason".into(), "duplicate".into());
-                fields.insert("callIdHash".into(), call_ref(&p.call_id).hash.into());
+                fields.insert("callIdHash".into(), p.call.hash.as_str().into());
                 out.push(Item::Diagnostic {
                     session: session.clone(),
                     at_ms: p.due,
@@ -200,7 +196,7 @@ impl LifecycleCore {
             out.push(Item::Lifecycle(Line {
                 session: session.clone(),
                 at_ms: p.due,
-                call: call_ref(&p.call_id),
+                call: p.call.clone(),
                 title: p.title.clone(),
                 text: p.label.clone(),
             }));
@@ -209,34 +205,30 @@ impl LifecycleCore {
 
     /// The line's label (SPEC §6), scrubbed and bounded.
     fn label(&self, t: &ToolEvent, args: &LabelArgs<'_>) -> String {
-        let get = |fields: &[&Text<'_>]| LabelArgs::first(fields).map(str::to_owned);
+        let get = |keys: &[&str]| args.first(keys).map(str::to_owned);
         let kind = t.tool.kind();
         let default = kind.map_or("activity", |k| k.spec().default_label);
         let from_mcp = t.wire_name.starts_with("mcp") && kind != Some(ToolKind::Mcp);
         let raw = match kind {
             Some(ToolKind::Shell) => {
-                let cmd = get(&[&args.command]).unwrap_or_default();
+                let cmd = get(&["command"]).unwrap_or_default();
                 let cmd = display_line(&self.scrubber.scrub(&cmd), DISPLAY_LINE_CHARS);
                 // Shell labels may show paths.
                 return if cmd.is_empty() { default.to_owned() } else { cmd };
             }
-            Some(ToolKind::Task) => get(&[&args.description]),
-            Some(ToolKind::Mcp) => get(&[&args.tool_name_camel, &args.tool_name]),
-            Some(ToolKind::GenerateImage) => get(&[&args.prompt, &args.description]),
-            Some(ToolKind::RecordScreen) => get(&[&args.mode]),
-            Some(ToolKind::SemSearch) => get(&[&args.query]),
-            Some(ToolKind::WebSearch) if from_mcp => args
-                .args
-                .as_ref()
-                .and_then(Option::as_ref)
-                .and_then(|a| if a.query.is_missing() { a.search_term.as_str() } else { a.query.as_str() })
-                .map(str::to_owned),
-            Some(ToolKind::WebSearch) => get(&[&args.search_term_camel, &args.search_term, &args.query]),
+            Some(ToolKind::Task) => get(&["description"]),
+            Some(ToolKind::Mcp) => get(&["toolName", "tool_name"]),
+            Some(ToolKind::GenerateImage) => get(&["prompt", "description"]),
+            Some(ToolKind::RecordScreen) => get(&["mode"]),
+            Some(ToolKind::SemSearch) => get(&["query"]),
+            Some(ToolKind::WebSearch) if from_mcp => args.inner_query().map(str::to_owned),
+            Some(ToolKind::WebSearch) => get(&["searchTerm", "search_term", "query"]),
             Some(ToolKind::WebFetch) => None, // never the URL
-            Some(ToolKind::CreatePlan) => get(&[&args.plan, &args.name])
-                .and_then(|p| p.lines().map(str::trim).find(|l| !l.is_empty()).map(str::to_owned)),
+            Some(ToolKind::CreatePlan) => {
+                get(&["plan", "name"]).and_then(|p| p.lines().map(str::trim).find(|l| !l.is_empty()).map(str::to_owned))
+            }
             Some(ToolKind::UpdateTodos) => {
-                let n = args.todos;
+                let n = args.todos();
                 Some(if n == 1 { "1 item".to_owned() } else { format!("{n} items") })
             }
             _ => None,
@@ -255,9 +247,9 @@ fn is_bridge_call(t: &ToolEvent, args: &LabelArgs<'_>) -> bool {
     if t.tool.kind() != Some(ToolKind::Mcp) && !t.wire_name.starts_with("mcp") {
         return false;
     }
-    [&args.tool_name_camel, &args.tool_name, &args.name]
+    ["toolName", "tool_name", "name"]
         .iter()
-        .filter_map(|f| f.as_str())
+        .filter_map(|k| args.str(k))
         .any(|n| n.starts_with("pi__") || n.contains("-pi__"))
 }
 
@@ -282,11 +274,11 @@ pub fn has_uri_or_path(s: &str) -> bool {
     })
 }
 
-fn skip(session: &Arc<str>, at_ms: u64, call_id: &str, tool: &Tool, reason: &str) -> Item {
+fn skip(session: &Arc<str>, at_ms: u64, call: &CallRef, tool: &Tool, reason: &str) -> Item {
     let mut fields = serde_json::Map::new();
     fields.insert("reason".into(), reason.into());
     fields.insert("toolName".into(), tool.name().into());
-    fields.insert("callIdHash".into(), call_ref(call_id).hash.into());
+    fields.insert("callIdHash".into(), call.hash.as_str().into());
     Item::Diagnostic { session: session.clone(), at_ms, phase: "tool_lifecycle_skip", fields }
 }
 

@@ -28,7 +28,7 @@ fn shell(id: &str, cmd: &str, done: bool) -> Box<ToolEvent> {
 fn lines(items: Vec<Item>) -> Vec<String> {
     let mut core = LifecycleCore::default();
     let mut out = Vec::new();
-    for i in items {
+    for i in crate::intake::matched(items) {
         core.push(i, &mut out);
     }
     out.iter()

@@ -5,7 +5,7 @@
 use std::fmt::Write as _;
 
 use toolstream_schemas::cursor_cli::tool_models::{self as m, FailureResult, TodoStatus, ToolArgs, ToolSuccess};
-use toolstream_schemas::{Int, ResultStatus, ToolKind};
+use toolstream_schemas::{Int, ResultStatus, ToolKind, ToolResult};
 
 use super::bounds::{bound_list, bound_read, fallback_args, fallback_result, relative_path};
 
@@ -34,6 +34,8 @@ pub struct Rendered {
     pub sections: Vec<String>,
     /// Where a generated image was saved (relative to the cwd when inside it): pi shows it inline.
     pub image_path: Option<String>,
+    /// A shell call's body in its parts (its output is bounded, and maybe compacted, on its own).
+    pub shell: Option<ShellBody>,
 }
 
 impl Rendered {
@@ -47,18 +49,18 @@ impl Rendered {
     }
 }
 
-/// The result of a call, typed.
+/// The result of a call, typed (borrowed from the event, where it was read once).
 #[derive(Debug)]
-pub enum Outcome {
-    Success(Box<ToolSuccess>),
-    Failure(ResultStatus, Box<FailureResult>),
+pub enum Outcome<'a> {
+    Success(&'a ToolSuccess),
+    Failure(ResultStatus, &'a FailureResult),
     /// The payload could not be read as the tool's model: shown raw (bounded) instead.
-    Unreadable(ResultStatus, String),
+    Unreadable(ResultStatus, &'a str),
     /// The completion carried no result.
     Missing,
 }
 
-impl Outcome {
+impl Outcome<'_> {
     fn is_error(&self) -> bool {
         match self {
             Outcome::Success(_) | Outcome::Missing => false,
@@ -147,7 +149,7 @@ pub fn render_known(
     kind: ToolKind,
     args: Option<&ToolArgs>,
     raw_args: Option<&serde_json::Value>,
-    outcome: &Outcome,
+    outcome: &Outcome<'_>,
 ) -> Rendered {
     let mut r = Rendered {
         summary: args.map(|a| summary_from_args(ctx, a)).unwrap_or_default(),
@@ -220,7 +222,7 @@ fn render_success(
 ) {
     match ok {
         ToolSuccess::Shell(o) => {
-            r.body = shell_body(
+            let body = ShellBody::new(
                 s(&o.stdout),
                 s(&o.stderr),
                 s(&o.interleaved_output),
@@ -228,6 +230,8 @@ fn render_success(
                 o.execution_time,
                 shell_timeout(args),
             );
+            r.body = body.text();
+            r.shell = Some(body);
             r.is_error = o.exit_code.is_some_and(|c| c.get() != 0);
             if r.summary.is_empty() {
                 r.summary = s(&o.command).to_owned();
@@ -374,12 +378,14 @@ fn render_failure(ctx: &RenderCtx<'_>, kind: ToolKind, status: &ResultStatus, f:
             None => "Rejected: not allowed to run (no reason given; a hook or a missing --force refused it)".into(),
         },
         _ if kind == ToolKind::Shell && (f.exit_code.is_some() || f.stdout.is_some() || f.stderr.is_some()) => {
-            let mut b = shell_body(s(&f.stdout), s(&f.stderr), s(&f.interleaved_output), f.exit_code, None, None);
+            let mut b = ShellBody::new(s(&f.stdout), s(&f.stderr), s(&f.interleaved_output), f.exit_code, None, None);
             if f.aborted == Some(true) {
                 let why = nonblank(&f.abort_reason).unwrap_or("aborted");
-                b.push_str(&format!("\n\nCommand aborted ({why})"));
+                b.aborted = Some(format!("Command aborted ({why})"));
             }
-            b
+            let text = b.text();
+            r.shell = Some(b);
+            text
         }
         ResultStatus::Timeout => f.error_text().map_or_else(|| "Timed out".to_owned(), |e| format!("Timed out: {e}")),
         // An explicit error result reads `Error: <error>` (SPEC §4).
@@ -389,7 +395,7 @@ fn render_failure(ctx: &RenderCtx<'_>, kind: ToolKind, status: &ResultStatus, f:
 
 /// Render an unknown tool: bounded fallback of its args and result (SPEC §8), summarised by up to
 /// three of its scalar args.
-pub fn render_unknown(name: &str, args: Option<&serde_json::Value>, result: Option<(&ResultStatus, &str)>) -> Rendered {
+pub fn render_unknown(name: &str, args: Option<&serde_json::Value>, result: Option<&ToolResult>) -> Rendered {
     let args = args.map(|a| {
         let mut a = a.clone();
         if let Some(o) = a.as_object_mut() {
@@ -398,10 +404,10 @@ pub fn render_unknown(name: &str, args: Option<&serde_json::Value>, result: Opti
         a
     });
     let args_lines: Vec<String> = args.as_ref().map(fallback_args).unwrap_or_default();
-    let is_error = result.is_some_and(|(st, _)| !st.is_success());
-    let result_text = result.map(|(st, raw)| {
-        let text = fallback_result(&result_text(raw));
-        if st.is_success() {
+    let is_error = result.is_some_and(|r| !r.status.is_success());
+    let result_text = result.map(|r| {
+        let text = fallback_result(&result_text(r));
+        if r.status.is_success() {
             text
         } else {
             error_body(&text)
@@ -443,14 +449,14 @@ fn scalar_args_summary(args: &serde_json::Value) -> String {
 
 /// Best text of an unknown result: a string, or an object's only string field, stays text;
 /// anything else is shown as compact JSON.
-fn result_text(raw: &str) -> String {
-    match serde_json::from_str::<serde_json::Value>(raw) {
-        Ok(serde_json::Value::String(t)) => t,
-        Ok(serde_json::Value::Object(o)) if o.len() == 1 && o.values().all(serde_json::Value::is_string) => {
-            o.into_iter().next().and_then(|(_, v)| v.as_str().map(str::to_owned)).unwrap_or_default()
+fn result_text(result: &ToolResult) -> String {
+    match result.tree() {
+        Some(serde_json::Value::String(t)) => t.clone(),
+        Some(serde_json::Value::Object(o)) if o.len() == 1 && o.values().all(serde_json::Value::is_string) => {
+            o.values().next().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default()
         }
-        Ok(v) => v.to_string(),
-        Err(_) => raw.to_owned(),
+        Some(v) => v.to_string(),
+        None => result.value.get().to_owned(),
     }
 }
 
@@ -461,42 +467,65 @@ fn shell_timeout(args: Option<&ToolArgs>) -> Option<i64> {
     }
 }
 
-/// Shell card body (SPEC §6b): trimmed stdout, trimmed stderr, exit code when non-zero, the
-/// background note when the command ran into its timeout; `(no output)` when all are empty.
-pub fn shell_body(
-    stdout: &str,
-    stderr: &str,
-    interleaved: &str,
-    exit_code: Option<Int>,
-    execution_ms: Option<Int>,
-    timeout_ms: Option<i64>,
-) -> String {
-    let mut parts: Vec<String> = Vec::new();
-    let (out, err) = (stdout.trim(), stderr.trim());
-    if out.is_empty() && err.is_empty() {
-        if !interleaved.trim().is_empty() {
-            parts.push(interleaved.trim().to_owned());
+/// A shell call's body in its parts (SPEC §6b): what the command printed — trimmed stdout, then
+/// trimmed stderr, or its interleaved output — and the lines saying how it ended (exit code when
+/// non-zero, the background note when it ran into its timeout, an abort). The output part is what
+/// compaction and the shell bound work on; the status lines are always kept.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ShellBody {
+    pub output: String,
+    pub status: Vec<String>,
+    /// `Command aborted (…)`, after everything else.
+    pub aborted: Option<String>,
+}
+
+impl ShellBody {
+    pub fn new(
+        stdout: &str,
+        stderr: &str,
+        interleaved: &str,
+        exit_code: Option<Int>,
+        execution_ms: Option<Int>,
+        timeout_ms: Option<i64>,
+    ) -> ShellBody {
+        let (out, err) = (stdout.trim(), stderr.trim());
+        let output = match (out.is_empty(), err.is_empty()) {
+            (true, true) => interleaved.trim().to_owned(),
+            (false, true) => out.to_owned(),
+            (true, false) => err.to_owned(),
+            (false, false) => format!("{out}\n\n{err}"),
+        };
+        let mut status = Vec::new();
+        if let Some(code) = exit_code.filter(|c| c.get() != 0) {
+            status.push(format!("Command exited with code {code}"));
         }
-    } else {
-        if !out.is_empty() {
-            parts.push(out.to_owned());
+        if let (Some(t), Some(e)) = (timeout_ms.filter(|t| *t > 0), execution_ms) {
+            if e.get() >= t {
+                status.push(format!("Command backgrounded after {} second timeout", t / 1000));
+            }
         }
-        if !err.is_empty() {
-            parts.push(err.to_owned());
-        }
+        ShellBody { output, status, aborted: None }
     }
-    if let Some(code) = exit_code.filter(|c| c.get() != 0) {
-        parts.push(format!("Command exited with code {code}"));
-    }
-    if let (Some(t), Some(e)) = (timeout_ms.filter(|t| *t > 0), execution_ms) {
-        if e.get() >= t {
-            parts.push(format!("Command backgrounded after {} second timeout", t / 1000));
+
+    /// The body with `output` standing for the command's output: the parts joined by blank
+    /// lines, `(no output)` when all are empty, then the abort note.
+    pub fn text_with(&self, output: &str) -> String {
+        let mut parts: Vec<&str> = Vec::with_capacity(1 + self.status.len());
+        if !output.is_empty() {
+            parts.push(output);
         }
+        parts.extend(self.status.iter().map(String::as_str));
+        let mut text = if parts.is_empty() { "(no output)".to_owned() } else { parts.join("\n\n") };
+        if let Some(a) = &self.aborted {
+            text.push_str("\n\n");
+            text.push_str(a);
+        }
+        text
     }
-    if parts.is_empty() {
-        "(no output)".into()
-    } else {
-        parts.join("\n\n")
+
+    /// The body as recorded.
+    pub fn text(&self) -> String {
+        self.text_with(&self.output)
     }
 }
 
@@ -691,6 +720,9 @@ mod tests {
 
     #[test]
     fn shell_body_rules() {
+        let shell_body = |o: &str, e: &str, i: &str, code: Option<Int>, ran: Option<Int>, timeout: Option<i64>| {
+            ShellBody::new(o, e, i, code, ran, timeout).text()
+        };
         assert_eq!(shell_body("", "", "", Some(Int(0)), None, None), "(no output)");
         assert_eq!(shell_body("  hi\n", "", "", Some(Int(0)), None, None), "hi");
         assert_eq!(shell_body("", "OOPS\n", "", Some(Int(3)), None, None), "OOPS\n\nCommand exited with code 3");

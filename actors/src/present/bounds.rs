@@ -33,6 +33,15 @@ pub const FALLBACK_ARRAY_ITEMS: usize = 3;
 pub const FALLBACK_RESULT_CHARS: usize = 240;
 /// Max lines of the unknown-tool fallback result.
 pub const FALLBACK_RESULT_LINES: usize = 6;
+/// Max lines of a shell call's output in what pi's model reads (pi's own bash tool: the last
+/// lines are kept, where failures and summaries are).
+pub const SHELL_MAX_LINES: usize = 2_000;
+/// Max bytes of a shell call's output in what pi's model reads (pi's bash: 50 KiB).
+pub const SHELL_MAX_BYTES: usize = 50 * 1024;
+/// Lines of a long shell output's collapsed preview shown before the `… (N lines)` line.
+pub const SHELL_PREVIEW_HEAD: usize = 3;
+/// Lines of a long shell output's collapsed preview shown after the `… (N lines)` line.
+pub const SHELL_PREVIEW_TAIL: usize = PREVIEW_MAX_LINES - SHELL_PREVIEW_HEAD - 1;
 /// Max chars of the thinking trace per message.
 pub const THINKING_MAX_CHARS: usize = 50_000;
 /// Appended (on its own line) to a cut thinking trace.
@@ -186,6 +195,66 @@ fn bound_text(s: &str, max_lines: usize, max_chars: usize) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
+/// A shell call's output as pi's own bash tool bounds it (SPEC §8): its last 2,000 lines, and
+/// at most their last 50 KiB, whole lines only (a last line longer than that keeps its end); when
+/// cut, a blank line and pi's note `[Showing lines X-Y of N]` (` (50.0KB limit)` when the bytes
+/// bound cut it; `[Showing last S of line N (line is T)]` for a cut last line) follow.
+pub fn bound_shell_output(s: &str) -> Cow<'_, str> {
+    let lines: Vec<&str> = {
+        let mut l: Vec<&str> = if s.is_empty() { Vec::new() } else { s.split('\n').collect() };
+        if s.ends_with('\n') {
+            l.pop();
+        }
+        l
+    };
+    let total = lines.len();
+    if total <= SHELL_MAX_LINES && s.len() <= SHELL_MAX_BYTES {
+        return Cow::Borrowed(s);
+    }
+    // Whole lines from the end, while they fit.
+    let (mut kept, mut bytes, mut by_bytes) = (0usize, 0usize, false);
+    for line in lines.iter().rev() {
+        if kept == SHELL_MAX_LINES {
+            break;
+        }
+        let need = line.len() + usize::from(kept > 0);
+        if bytes + need > SHELL_MAX_BYTES {
+            by_bytes = true;
+            break;
+        }
+        bytes += need;
+        kept += 1;
+    }
+    if kept == 0 {
+        // The last line alone is longer than the bound: its end.
+        let last = lines.last().copied().unwrap_or_default();
+        let mut from = last.len() - SHELL_MAX_BYTES;
+        while !last.is_char_boundary(from) {
+            from += 1;
+        }
+        let tail = &last[from..];
+        return Cow::Owned(format!(
+            "{tail}\n\n[Showing last {} of line {total} (line is {})]",
+            format_size(tail.len()),
+            format_size(last.len())
+        ));
+    }
+    let first = total - kept + 1;
+    let limit = if by_bytes { format!(" ({} limit)", format_size(SHELL_MAX_BYTES)) } else { String::new() };
+    Cow::Owned(format!("{}\n\n[Showing lines {first}-{total} of {total}{limit}]", lines[total - kept..].join("\n")))
+}
+
+/// A size as pi writes it: `512B`, `50.0KB`, `1.5MB`.
+fn format_size(bytes: usize) -> String {
+    if bytes < 1024 {
+        format!("{bytes}B")
+    } else if bytes < 1024 * 1024 {
+        format!("{:.1}KB", bytes as f64 / 1024.0)
+    } else {
+        format!("{:.1}MB", bytes as f64 / (1024.0 * 1024.0))
+    }
+}
+
 /// At most 200 items, plus `... (N more files truncated)` when items were left out.
 pub fn bound_list<T>(items: &[T]) -> (&[T], Option<String>) {
     if items.len() <= LIST_MAX_ITEMS {
@@ -259,6 +328,24 @@ pub fn preview(text: &str, expanded: bool) -> Preview {
         lines.push(line);
     }
     Preview { hidden_lines: total - lines.len(), lines }
+}
+
+/// A shell body's collapsed preview (SPEC §8): as [`preview`] when it has at most 8 lines; a
+/// longer one shows its first 3 and its last 4 lines with `… (N lines)` between (N: the lines
+/// left out), since the end of a command's output is where its failures and summary are.
+pub fn shell_preview(text: &str) -> Preview {
+    let text = text.trim_end_matches(['\n', '\r']);
+    let total = count_lines(text);
+    if total <= PREVIEW_MAX_LINES {
+        return preview(text, false);
+    }
+    let hidden = total - SHELL_PREVIEW_HEAD - SHELL_PREVIEW_TAIL;
+    let spans: Vec<&str> = line_spans(text).map(|(_, l)| l).collect();
+    let line = |l: &str| preview_line(l, PREVIEW_LINE_CHARS);
+    let mut lines: Vec<String> = spans[..SHELL_PREVIEW_HEAD].iter().map(|l| line(l)).collect();
+    lines.push(format!("{ELLIPSIS} ({hidden} lines)"));
+    lines.extend(spans[spans.len() - SHELL_PREVIEW_TAIL..].iter().map(|l| line(l)));
+    Preview { lines, hidden_lines: 0 }
 }
 
 // ------------------------------------------------------------------------------------------------
@@ -511,6 +598,47 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
     use serde_json::json;
+
+    #[test]
+    fn shell_output_keeps_its_last_2000_lines_as_pi_does() {
+        let small = "a\nb\n";
+        assert!(matches!(bound_shell_output(small), Cow::Borrowed(s) if s == small));
+        let text: String = (1..=5000).map(|i| format!("line {i}\n")).collect();
+        let b = bound_shell_output(&text);
+        let (kept, note) = b.rsplit_once("\n\n").unwrap();
+        assert_eq!(note, "[Showing lines 3001-5000 of 5000]");
+        assert!(kept.starts_with("line 3001\n") && kept.ends_with("\nline 5000"), "{}", &kept[..20]);
+        assert_eq!(count_lines(kept), 2000);
+    }
+
+    #[test]
+    fn shell_output_keeps_its_last_50_kib_of_whole_lines() {
+        // 1,000 lines of 99 bytes: the line bound is not reached, the byte bound is.
+        let text: String = (1..=1000).map(|i| format!("{i:04} {}\n", "x".repeat(93))).collect();
+        let b = bound_shell_output(&text);
+        let (kept, note) = b.rsplit_once("\n\n").unwrap();
+        // 517 lines of 98 bytes and 516 newlines fit 51,200 bytes; 518 do not.
+        assert_eq!(note, "[Showing lines 484-1000 of 1000 (50.0KB limit)]");
+        assert!(kept.len() <= SHELL_MAX_BYTES && kept.starts_with("0484 "), "{}", kept.len());
+        // One line longer than the bound keeps its end, cut on a character boundary.
+        let long = format!("start {}é end", "y".repeat(60_000));
+        let b = bound_shell_output(&long);
+        assert!(b.ends_with("é end\n\n[Showing last 50.0KB of line 1 (line is 58.6KB)]"), "{}", &b[b.len() - 80..]);
+        assert!(!b.contains("start"));
+    }
+
+    #[test]
+    fn a_long_shell_preview_shows_its_first_and_last_lines() {
+        let text: String = (1..=100).map(|i| format!("line {i}\n")).collect();
+        let p = shell_preview(&text);
+        assert_eq!(
+            p.lines,
+            ["line 1", "line 2", "line 3", "… (93 lines)", "line 97", "line 98", "line 99", "line 100"]
+        );
+        assert_eq!(p.hidden_lines, 0);
+        // Eight lines or fewer: the usual preview.
+        assert_eq!(shell_preview("a\nb"), preview("a\nb", false));
+    }
 
     #[test]
     fn transcript_within_bounds_is_borrowed() {

@@ -3,18 +3,35 @@
 //! lines and pi replay arguments. Pure functions.
 
 use serde_json::{json, Value};
-use toolstream_schemas::cursor_cli::tool_models::{parse_args, parse_failure, parse_success};
+use std::sync::Arc;
+use toolstream_schemas::cursor_cli::tool_models::{args_from_tree, ResultModel};
+
+use toolstream_schemas::cursor_exec::to_openai::OpenAiToolCall;
 use toolstream_schemas::cursor_exec::OPENAI_TOOL_CALL_FIELD;
 use toolstream_schemas::{
-    CallRef, Card, IncompleteCall, LineKind, RawJson, StyledLine, Tool, ToolEvent, ToolKind, ToolResult,
+    CallArgs, CallRef, Card, IncompleteCall, LineKind, StyledLine, Tool, ToolEvent, ToolKind, ToolResult,
 };
 
-use super::bodies::{render_known, render_unknown, summary_from_args, transcript_header, Outcome, RenderCtx, Rendered};
-use super::bounds::{bound_transcript, display_line, preview, relative_path, DISPLAY_LINE_CHARS, TRANSCRIPT_MAX_CHARS};
+use super::bodies::{
+    render_known, render_unknown, summary_from_args, transcript_header, Outcome, RenderCtx, Rendered, ShellBody,
+};
+use super::bounds::{
+    bound_shell_output, bound_transcript, display_line, preview, relative_path, shell_preview, Preview,
+    DISPLAY_LINE_CHARS, TRANSCRIPT_MAX_CHARS,
+};
 use super::diff::{diff_preview, format_diff_line, parse_unified, DiffLine, DiffLineKind, DIFF_PREVIEW_COLLAPSED};
 use super::display_args::{display_args, incomplete_args, DisplayInput};
 use super::scrub::Scrubber;
-use toolstream_schemas::ids::call_ref;
+use crate::compact::{compact, Request};
+
+/// Which shell results are compacted (SPEC §10): what pi's model reads (`--compact`), what the
+/// terminal cards show (`--compact-cards`). Compaction reads the whole recorded output, before
+/// any bound.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Compaction {
+    pub model: bool,
+    pub cards: bool,
+}
 
 /// What a card needs besides the call itself.
 #[derive(Debug)]
@@ -28,6 +45,7 @@ pub struct CardContext<'a> {
     /// Keep the recorded args and result on the card (scrubbed, bounded) for sinks that store
     /// the call itself (Cursor bubbles); off, nobody pays for it.
     pub keep_recorded: bool,
+    pub compact: Compaction,
 }
 
 /// Longest string kept in replay arguments.
@@ -35,7 +53,13 @@ const MAX_ARG_CHARS: usize = 24_000;
 
 /// Build the card of a completed call.
 pub fn build_card(ctx: &CardContext<'_>, ev: &ToolEvent) -> Card {
-    let raw_args: Option<Value> = ev.args.as_ref().and_then(|a| serde_json::from_str(a.get()).ok());
+    // The args and the result were each read once (the args maybe by an earlier stage); every
+    // part of the card reads those.
+    let tree = ev.args.as_deref().and_then(CallArgs::tree);
+    if let (true, Some(r)) = (ctx.keep_recorded, &ev.result) {
+        // Kept as recorded: read as a tree first, the model is then read from it.
+        r.tree();
+    }
     let rctx = RenderCtx { cwd: ctx.cwd };
     let status = ev.result.as_ref().map(|r| r.status.as_str().to_owned());
     let rendered = match ev.tool.kind() {
@@ -43,35 +67,31 @@ pub fn build_card(ctx: &CardContext<'_>, ev: &ToolEvent) -> Card {
             // MCP calls reclassified as web search/fetch keep MCP-shaped payloads.
             let from_mcp = ev.wire_name.starts_with("mcp") && kind != ToolKind::Mcp;
             let payload_kind = if from_mcp { ToolKind::Mcp } else { kind };
-            let args = ev.args.as_ref().and_then(|a| parse_args(payload_kind, a.get()).ok());
+            let args = tree.and_then(|t| args_from_tree(payload_kind, t).ok());
             let outcome = outcome(payload_kind, ev.result.as_ref());
-            let mut r = render_known(&rctx, payload_kind, args.as_ref(), raw_args.as_ref(), &outcome);
+            let mut r = render_known(&rctx, payload_kind, args.as_ref(), tree, &outcome);
             if from_mcp {
-                r.summary = web_query_from_mcp(raw_args.as_ref()).unwrap_or_default();
+                r.summary = web_query_from_mcp(tree).unwrap_or_default();
                 r.summary_only = true;
                 r.header = transcript_header(kind, &r.summary, None);
             }
             r
         }
-        None => {
-            render_unknown(ev.tool.name(), raw_args.as_ref(), ev.result.as_ref().map(|r| (&r.status, r.value.get())))
-        }
+        None => render_unknown(ev.tool.name(), tree, ev.result.as_ref()),
     };
-    let recorded_args = if ctx.keep_recorded { raw_args.clone() } else { None };
-    let mut card = assemble(ctx, &ev.tool, rendered, raw_args, status, call_ref(&ev.call_id));
+    let mut card = assemble(ctx, &ev.tool, rendered, tree.cloned(), status, ev.call.call_ref.clone());
     card.started_ms = ev.started_at_ms;
     card.completed_ms = ev.completed_at_ms;
     // An exec call (SPEC §1.4) carries the OpenAI tool call it maps to, for the OpenAI sink.
-    if let Some((_, call)) = ev.extra.iter().find(|(k, _)| k == OPENAI_TOOL_CALL_FIELD) {
-        if let (Ok(mut call), Some(obj)) = (serde_json::from_str::<Value>(call.get()), card.details.as_object_mut()) {
-            ctx.scrubber.scrub_json(&mut call);
-            obj.insert(OPENAI_TOOL_CALL_FIELD.into(), call);
-        }
+    if let (Some(call), Some(obj)) = (&ev.openai_call, card.details.as_object_mut()) {
+        let mut shown = call.to_json();
+        ctx.scrubber.scrub_json(&mut shown);
+        card.openai_call = OpenAiToolCall::from_json(&shown).map(Arc::new);
+        obj.insert(OPENAI_TOOL_CALL_FIELD.into(), shown);
     }
     if ctx.keep_recorded {
-        let result = ev.result.as_ref().and_then(|r| serde_json::from_str::<Value>(r.value.get()).ok());
-        card.recorded_result = result.map(|v| recorded(ctx, v));
-        card.recorded_args = recorded_args.map(|v| recorded(ctx, v));
+        card.recorded_result = ev.result.as_ref().and_then(ToolResult::tree).map(|v| recorded(ctx, v.clone()));
+        card.recorded_args = tree.map(|v| recorded(ctx, v.clone()));
     }
     card
 }
@@ -84,11 +104,11 @@ fn recorded(ctx: &CardContext<'_>, mut v: Value) -> Value {
 }
 
 /// The visible error card of a call that never completed (SPEC §5.3).
-pub fn incomplete_card(ctx: &CardContext<'_>, rec: &IncompleteCall, args: Option<&RawJson>) -> Card {
-    let raw_args: Option<Value> = args.and_then(|a| serde_json::from_str(a.get()).ok());
-    let summary = match (rec.source_tool.kind(), args) {
-        (Some(kind), Some(a)) => {
-            parse_args(kind, a.get()).map(|a| summary_from_args(&RenderCtx { cwd: ctx.cwd }, &a)).unwrap_or_default()
+pub fn incomplete_card(ctx: &CardContext<'_>, rec: &IncompleteCall, args: Option<&CallArgs>) -> Card {
+    let tree = args.and_then(CallArgs::tree);
+    let summary = match (rec.source_tool.kind(), tree) {
+        (Some(kind), Some(t)) => {
+            args_from_tree(kind, t).map(|a| summary_from_args(&RenderCtx { cwd: ctx.cwd }, &a)).unwrap_or_default()
         }
         _ => String::new(),
     };
@@ -101,8 +121,8 @@ pub fn incomplete_card(ctx: &CardContext<'_>, rec: &IncompleteCall, args: Option
         variant: "activity",
         ..Rendered::default()
     };
-    let recorded_args = if ctx.keep_recorded { raw_args.clone().map(|v| recorded(ctx, v)) } else { None };
-    let mut card = assemble(ctx, &rec.source_tool, rendered, raw_args, None, rec.call.clone());
+    let recorded_args = if ctx.keep_recorded { tree.map(|v| recorded(ctx, v.clone())) } else { None };
+    let mut card = assemble(ctx, &rec.source_tool, rendered, tree.cloned(), None, rec.call.clone());
     card.headline = format!("{} did not complete: {reason}", card.headline);
     // The title line says it all; the body (for pi) repeats it.
     card.preview.clear();
@@ -114,21 +134,14 @@ pub fn incomplete_card(ctx: &CardContext<'_>, rec: &IncompleteCall, args: Option
     card
 }
 
-fn outcome(kind: ToolKind, result: Option<&ToolResult>) -> Outcome {
+fn outcome(kind: ToolKind, result: Option<&ToolResult>) -> Outcome<'_> {
     let Some(r) = result else {
         return Outcome::Missing;
     };
-    let raw = r.value.get();
-    if r.status.is_success() {
-        match parse_success(kind, raw) {
-            Ok(s) => Outcome::Success(Box::new(s)),
-            Err(_) => Outcome::Unreadable(r.status.clone(), raw.to_owned()),
-        }
-    } else {
-        match parse_failure(raw) {
-            Ok(f) => Outcome::Failure(r.status.clone(), Box::new(f)),
-            Err(_) => Outcome::Unreadable(r.status.clone(), raw.to_owned()),
-        }
+    match r.model(kind) {
+        ResultModel::Success(s) => Outcome::Success(s),
+        ResultModel::Failure(f) => Outcome::Failure(r.status.clone(), f),
+        ResultModel::Unreadable => Outcome::Unreadable(r.status.clone(), r.value.get()),
     }
 }
 
@@ -165,8 +178,11 @@ fn assemble(
     // An edit's body is its diff: scrubbed and bounded once for both.
     let scrubbed_diff = r.diff.as_deref().map(|d| sc.scrub(d));
     let body_is_diff = r.diff.as_deref() == Some(r.body.as_str());
-    let content = match &scrubbed_diff {
-        Some(d) if body_is_diff => bound_transcript(d).into_owned(),
+    // A shell's output is bounded as pi's bash bounds it, compacted first where asked for.
+    let mut shell = r.shell.as_ref().map(|b| ShellShown::new(ctx, b, &r.summary));
+    let content = match (&scrubbed_diff, &mut shell) {
+        (_, Some(shell)) => std::mem::take(&mut shell.content),
+        (Some(d), None) if body_is_diff => bound_transcript(d).into_owned(),
         _ => bound_transcript(&sc.scrub(&r.body)).into_owned(),
     };
     // Web activity stays a title line when collapsed; an error still shows why.
@@ -188,7 +204,10 @@ fn assemble(
         }
         None if summary_only => (Vec::new(), 0, Vec::new(), 0),
         None => {
-            let p = preview(&content, false);
+            let p = match &mut shell {
+                Some(shell) => std::mem::take(&mut shell.preview),
+                None => preview(&content, false),
+            };
             let lines = p.lines.into_iter().map(|text| StyledLine { kind: LineKind::Plain, text }).collect();
             (lines, p.hidden_lines, Vec::new(), 0)
         }
@@ -220,7 +239,9 @@ fn assemble(
     let variant = if pi_tool == "cursor" && r.variant.starts_with("native") { "activity" } else { r.variant };
     // What pi's model reads. Without a header or sections it is the body alone: the content,
     // already scrubbed and bounded (one pass over the body, not two).
-    let result_text = if r.header.is_none() && r.sections.is_empty() {
+    let result_text = if let Some(shell) = shell {
+        shell.result_text.unwrap_or_else(|| content.clone())
+    } else if r.header.is_none() && r.sections.is_empty() {
         if r.body.trim().is_empty() {
             String::new()
         } else {
@@ -285,6 +306,57 @@ fn assemble(
         completed_ms: None,
         recorded_result: None,
         recorded_args: None,
+        openai_call: None,
+    }
+}
+
+/// A shell call's body as its card shows it (SPEC §8): scrubbed; its output compacted (SPEC §10)
+/// where asked for — whole, before any bound — then bounded as pi's bash bounds it.
+struct ShellShown {
+    /// What the terminal shows expanded (and pi's model reads, unless only its result text is
+    /// compacted).
+    content: String,
+    /// What pi's model reads, when it differs from `content` (compacted for the model only).
+    result_text: Option<String>,
+    /// The collapsed preview: the first and the last lines of the whole body.
+    preview: Preview,
+}
+
+impl ShellShown {
+    /// `command`: what ran (it picks the compaction rules).
+    fn new(ctx: &CardContext<'_>, recorded: &ShellBody, command: &str) -> ShellShown {
+        let sc = ctx.scrubber;
+        let output = sc.scrub(&recorded.output);
+        let scrubbed_abort = recorded.aborted.as_deref().map(|a| sc.scrub(a));
+        // The status lines are the body's own words; only the abort reason came from the input.
+        let body = ShellBody {
+            output: String::new(),
+            status: recorded.status.clone(),
+            aborted: scrubbed_abort.map(std::borrow::Cow::into_owned),
+        };
+        let command = sc.scrub(command);
+        let compacted = |on: bool| -> Option<String> {
+            on.then(|| {
+                // No exit code: the body's own status line says it, after the output (the
+                // compactor would add an `exit N` header of its own).
+                let req = Request { command: Some(&command), output: &output, ..Request::default() };
+                compact(&req).text
+            })
+        };
+        let cards = compacted(ctx.compact.cards);
+        let shown_output = cards.as_deref().unwrap_or(&output);
+        let bounded = bound_shell_output(shown_output);
+        let content = body.text_with(&bounded);
+        // The preview reads the whole body: the content itself unless the bound cut it.
+        let preview = match bounded {
+            std::borrow::Cow::Borrowed(_) => shell_preview(&content),
+            std::borrow::Cow::Owned(_) => shell_preview(&body.text_with(shown_output)),
+        };
+        let result_text = (ctx.compact.model != ctx.compact.cards).then(|| {
+            let model = compacted(ctx.compact.model);
+            body.text_with(&bound_shell_output(model.as_deref().unwrap_or(&output)))
+        });
+        ShellShown { content, result_text, preview }
     }
 }
 
@@ -335,7 +407,7 @@ fn bound_strings(v: &mut Value) {
 mod tests {
     use super::*;
     use serde_json::value::RawValue;
-    use toolstream_schemas::ResultStatus;
+    use toolstream_schemas::{RawJson, ResultStatus};
 
     fn raw(s: &str) -> RawJson {
         RawValue::from_string(s.to_owned()).unwrap()
@@ -346,11 +418,14 @@ mod tests {
             call_id: "call-1".into(),
             tool: Tool::from_cli_key(key),
             wire_name: key.into(),
-            args: args.map(raw),
-            result: Some(ToolResult { status: ResultStatus::from_key(arm), value: raw(value), extra: Vec::new() }),
+            args: args.map(|a| Arc::new(CallArgs::from_json(a).unwrap())),
+            result: Some(ToolResult::new(ResultStatus::from_key(arm), raw(value))),
             model_call_id: None,
             started_at_ms: None,
             completed_at_ms: None,
+            openai_call: None,
+            reported_call_id: None,
+            call: toolstream_schemas::CallIdent::default(),
             extra: Vec::new(),
         }
     }
@@ -362,6 +437,7 @@ mod tests {
             turn: 0,
             replay_id: "cursor-replay-r-tool-1".into(),
             keep_recorded: false,
+            compact: Compaction::default(),
         }
     }
 

@@ -7,7 +7,6 @@
 //!
 //! [`Coordinator`] is a pure state machine: `push(item) → outputs`; timers fire by event time.
 
-pub mod calls;
 mod state;
 pub mod text;
 
@@ -17,6 +16,7 @@ use std::sync::Arc;
 use toolstream_schemas::{Input, InputEvent, Output, OutputEvent, RunEnd, RunId, RunStatus};
 
 use crate::item::{Item, RunOutput};
+use crate::present::card::Compaction;
 use crate::present::scrub::Scrubber;
 use state::{CloseCause, Run};
 
@@ -38,6 +38,8 @@ pub struct CoordinatorConfig {
     pub usage_poll_ms: u64,
     /// Cards keep the recorded args and result (for sinks that store calls, not show them).
     pub keep_recorded: bool,
+    /// Which shell results are compacted.
+    pub compact: Compaction,
 }
 
 impl Default for CoordinatorConfig {
@@ -48,6 +50,7 @@ impl Default for CoordinatorConfig {
             usage_wait_ms: DEFAULT_USAGE_WAIT_MS,
             usage_poll_ms: DEFAULT_USAGE_POLL_MS,
             keep_recorded: false,
+            compact: Compaction::default(),
         }
     }
 }
@@ -306,7 +309,7 @@ fn run_for<'a>(
     let s = session_entry(sessions, retired, session);
     let run = s.open.get_or_insert_with(|| {
         s.runs_started += 1;
-        Run::new(session.clone(), s.runs_started, t.unwrap_or(0))
+        Run::new(session.clone(), s.runs_started, t.unwrap_or(0), cfg.scrubber.stream())
     });
     if let Some(t) = t {
         run.advance(cfg, t, false, out);

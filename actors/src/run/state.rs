@@ -1,20 +1,22 @@
 //! One open run's state machine: message and block boundaries, the tool batch and its timers,
-//! text dedupe, the call table, incomplete calls and the run's close.
+//! text dedupe, the calls still running (as intake matched them), incomplete calls and the run's
+//! close.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use toolstream_schemas::ids::{call_ref, run_label};
 use toolstream_schemas::{
-    IncompleteCall, IncompleteReason, Input, InputEvent, Output, OutputEvent, RunEnd, RunId, RunStart, RunStatus,
-    RunTotals, SegmentKind, StopReason, ToolEvent, Usage, CANCELLED_MESSAGE,
+    CallArgs, CallRef, IncompleteCall, IncompleteReason, Input, InputEvent, Output, OutputEvent, RunEnd, RunId,
+    RunStart, RunStatus, RunTotals, SegmentKind, StopReason, Tool, ToolEvent, Usage, CANCELLED_MESSAGE,
 };
 
-use super::calls::{CallTable, Completion};
 use super::text::{RunText, SegmentDedupe};
 use super::CoordinatorConfig;
 use crate::item::{Item, RunOutput};
 use crate::present::bounds::{THINKING_MAX_CHARS, THINKING_TRUNCATED_MARKER};
 use crate::present::card::{build_card, incomplete_card, CardContext};
+use crate::present::scrub::SecretStream;
 
 /// Why a run is being closed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -60,6 +62,16 @@ enum Batch {
     },
 }
 
+/// A call that started in this run and has not completed.
+#[derive(Debug)]
+struct Started {
+    /// The call's key (intake's identity).
+    key: u64,
+    call: CallRef,
+    tool: Tool,
+    args: Option<Arc<CallArgs>>,
+}
+
 /// One open run.
 #[derive(Debug)]
 pub(super) struct Run {
@@ -83,13 +95,18 @@ pub(super) struct Run {
     dedupe: SegmentDedupe,
     /// Digest of all assistant text emitted in this run (bounded: the text went to the sinks).
     emitted_text: RunText,
-    calls: CallTable,
+    /// Assistant text and thinking on their way out: a secret the engine knows exactly is removed
+    /// even when split across deltas (SPEC §8); a possible start of one waits for the next delta
+    /// or the end of its block.
+    outgoing: SecretStream,
+    /// Calls started and not completed, in start order (matched by intake: known by key).
+    started: Vec<Started>,
     cards: u32,
     totals: RunTotals,
 }
 
 impl Run {
-    pub(super) fn new(session: Arc<str>, seq: u32, now: u64) -> Self {
+    pub(super) fn new(session: Arc<str>, seq: u32, now: u64, outgoing: SecretStream) -> Self {
         let label = run_label(&session, seq);
         Run {
             id: Arc::new(RunId { session, seq }),
@@ -106,7 +123,8 @@ impl Run {
             thinking_chars: 0,
             dedupe: SegmentDedupe::default(),
             emitted_text: RunText::default(),
-            calls: CallTable::default(),
+            outgoing,
+            started: Vec::new(),
             cards: 0,
             totals: RunTotals::default(),
         }
@@ -153,6 +171,10 @@ impl Run {
     /// Handle an item other than an input event (lines and diagnostics of earlier stages).
     pub(super) fn on_item(&mut self, item: Item, out: &mut Vec<RunOutput>) {
         self.announce(out);
+        if matches!(item, Item::Lifecycle(_) | Item::ShellProgress { .. }) {
+            // What was held back of the text before it goes first.
+            self.flush_outgoing(out);
+        }
         match item {
             Item::Lifecycle(line) => {
                 // Thinking content of the current message (SPEC §6); sinks show it as such.
@@ -228,24 +250,33 @@ impl Run {
                 self.separate_next_text = self.message_open && self.msg_has_text;
             }
             Input::ToolStarted(mut t) | Input::ToolPartial(mut t) => {
-                let unknown = std::mem::take(&mut t.extra)
-                    .into_iter()
-                    .filter(|(k, _)| k != toolstream_schemas::cursor_exec::OPENAI_TOOL_CALL_FIELD)
-                    .collect();
-                self.unknown_fields(cfg, out, "tool", unknown);
-                let now = self.now;
-                if self.calls.start(&t, now) {
-                    let hash = call_ref(&t.call_id).hash;
-                    self.diagnostic(out, "tool_started", &[("toolName", t.tool.name()), ("callIdHash", &hash)]);
+                self.unknown_fields(cfg, out, "tool", std::mem::take(&mut t.extra));
+                let t = *t;
+                if let Some(s) = self.started.iter_mut().find(|s| s.key == t.call.key) {
+                    // A repeated report of a running call: its args may have filled in.
+                    if t.args.is_some() {
+                        s.tool = t.tool;
+                        s.args = t.args;
+                    }
+                } else {
+                    let hash = &t.call.call_ref.hash;
+                    self.diagnostic(out, "tool_started", &[("toolName", t.tool.name()), ("callIdHash", hash)]);
+                    self.started.push(Started { key: t.call.key, call: t.call.call_ref, tool: t.tool, args: t.args });
                 }
             }
             Input::ToolCompleted(mut t) => {
-                // An exec call's OpenAI tool call is not unknown: the card keeps it (SPEC §1.4).
-                let (keep, unknown) = std::mem::take(&mut t.extra)
-                    .into_iter()
-                    .partition(|(k, _)| k == toolstream_schemas::cursor_exec::OPENAI_TOOL_CALL_FIELD);
-                t.extra = keep;
-                self.unknown_fields(cfg, out, "tool", unknown);
+                self.unknown_fields(cfg, out, "tool", std::mem::take(&mut t.extra));
+                if let Some(reported) = t.reported_call_id.take() {
+                    // Matched by `(tool, args)` to a start reported under another id: traced with
+                    // both ids hashed (SPEC §9.3), never raw.
+                    let hash = &t.call.call_ref.hash;
+                    let mut fields = vec![("action", "match-completion-by-fingerprint"), ("callIdHash", hash.as_str())];
+                    let reported = (!reported.is_empty()).then(|| call_ref(&reported).hash);
+                    if let Some(r) = &reported {
+                        fields.push(("reportedCallIdHash", r));
+                    }
+                    self.diagnostic(out, "display_decision", &fields);
+                }
                 if let Some(r) = t.result.as_mut() {
                     self.unknown_fields(cfg, out, "tool-result", std::mem::take(&mut r.extra));
                 }
@@ -343,8 +374,11 @@ impl Run {
         } else {
             self.thinking_chars += n;
         }
-        let turn = self.turn;
-        self.emit(out, Output::Thinking { turn, delta: text });
+        let delta = self.outgoing.push(text);
+        if !delta.is_empty() {
+            let turn = self.turn;
+            self.emit(out, Output::Thinking { turn, delta });
+        }
     }
 
     fn emit_text(&mut self, out: &mut Vec<RunOutput>, mut text: String) {
@@ -361,8 +395,25 @@ impl Run {
             self.emitted_text.mark();
         }
         self.emitted_text.push(&text);
+        let delta = self.outgoing.push(text);
+        if !delta.is_empty() {
+            let turn = self.turn;
+            self.emit(out, Output::Text { turn, delta });
+        }
+    }
+
+    /// Pass on what the current block held back (it did not become a known secret).
+    fn flush_outgoing(&mut self, out: &mut Vec<RunOutput>) {
+        let delta = self.outgoing.flush();
+        if delta.is_empty() {
+            return;
+        }
         let turn = self.turn;
-        self.emit(out, Output::Text { turn, delta: text });
+        let kind = match self.block {
+            Block::Thinking => Output::Thinking { turn, delta },
+            Block::Text | Block::None => Output::Text { turn, delta },
+        };
+        self.emit(out, kind);
     }
 
     fn open_message(&mut self, out: &mut Vec<RunOutput>) {
@@ -387,6 +438,7 @@ impl Run {
     }
 
     fn end_block(&mut self, out: &mut Vec<RunOutput>) {
+        self.flush_outgoing(out);
         if self.block != Block::None {
             self.block = Block::None;
             let turn = self.turn;
@@ -415,27 +467,13 @@ impl Run {
             turn: self.turn,
             replay_id: format!("cursor-replay-{}-tool-{}", self.label, self.cards),
             keep_recorded: cfg.keep_recorded,
+            compact: cfg.compact,
         }
     }
 
-    fn on_completed(&mut self, cfg: &CoordinatorConfig, mut t: ToolEvent, out: &mut Vec<RunOutput>) {
-        let started = match self.calls.complete(&t) {
-            Completion::Duplicate(why) => {
-                self.diagnostic(out, "display_decision", &[("action", "drop-duplicate-completion"), ("reason", why)]);
-                return;
-            }
-            Completion::Matched(s) => Some(s),
-            Completion::Unmatched => None,
-        };
-        if let Some(s) = &started {
-            // Completed fields win; missing ones fall back to the start (SPEC §1.1 rule 4).
-            if t.args.is_none() {
-                t.args = s.args.clone();
-            }
-            if t.started_at_ms.is_none() {
-                t.started_at_ms = s.started_at_ms;
-            }
-        }
+    fn on_completed(&mut self, cfg: &CoordinatorConfig, t: ToolEvent, out: &mut Vec<RunOutput>) {
+        // Intake matched it (and filled in what the start had): it is no longer running.
+        self.started.retain(|s| s.key != t.call.key);
         // A card joins the open batch while it settles; after that it opens the next message.
         if let Batch::Waiting { .. } = self.batch {
             self.end_message(out, StopReason::ToolUse, None);
@@ -473,7 +511,7 @@ impl Run {
         // so that, like every card, they end a tool-use message (pi answers tool calls only
         // there); thinking lines go into the run's last message, after any batch.
         let mut lines = Vec::new();
-        for call in self.calls.drain_started() {
+        for call in std::mem::take(&mut self.started) {
             let shown = match end.status {
                 RunStatus::Finished if text_produced && call.tool.is_fast_local() => Shown::TraceOnly,
                 RunStatus::Finished if text_produced => Shown::ThinkingLine,
@@ -483,7 +521,7 @@ impl Run {
             };
             self.totals.incomplete_calls += 1;
             let rec = IncompleteCall {
-                call: call_ref(&call.call_id),
+                call: call.call,
                 source_tool: call.tool.clone(),
                 title: call.tool.title().into_owned(),
                 reason,
@@ -497,7 +535,7 @@ impl Run {
                         self.batch = Batch::Settling { until: self.now, usage_seen: true };
                     }
                     self.cards += 1;
-                    let card = incomplete_card(&self.card_context(cfg), &rec, call.args.as_ref());
+                    let card = incomplete_card(&self.card_context(cfg), &rec, call.args.as_deref());
                     self.emit(out, Output::IncompleteCall(Box::new(rec)));
                     self.emit(out, Output::Card(Box::new(card)));
                 }
@@ -533,8 +571,11 @@ impl Run {
         self.totals.reported_usage = end.usage;
         self.totals.duration_ms = end.duration_ms;
         // The streamed text is not kept (it went to the sinks as it came): without a result, none.
-        let final_text =
+        let mut final_text =
             end.result_text.filter(|r| !r.trim().is_empty() && end.status == RunStatus::Finished).unwrap_or_default();
+        if let Cow::Owned(scrubbed) = cfg.scrubber.scrub_known(&final_text) {
+            final_text = scrubbed;
+        }
         let totals = std::mem::take(&mut self.totals);
         tracing::debug!(
             run = %self.label,

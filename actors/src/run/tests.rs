@@ -8,7 +8,40 @@ use toolstream_schemas::{
 };
 
 use super::{Coordinator, CoordinatorConfig};
-use crate::item::RunOutput;
+use crate::intake::IntakeCore;
+use crate::item::{Item, RunOutput};
+
+/// The run stage behind intake, as a shard runs it: intake matches the calls.
+struct Stage {
+    intake: IntakeCore,
+    run: Coordinator,
+    between: Vec<Item>,
+}
+
+impl Stage {
+    fn new() -> Stage {
+        Stage {
+            intake: IntakeCore::default(),
+            run: Coordinator::new(CoordinatorConfig::default()),
+            between: Vec::new(),
+        }
+    }
+
+    fn handle(&mut self, ev: InputEvent, out: &mut Vec<RunOutput>) {
+        self.push(Item::Input(ev), out);
+    }
+
+    fn push(&mut self, item: Item, out: &mut Vec<RunOutput>) {
+        self.intake.push(item, &mut self.between);
+        for i in self.between.drain(..) {
+            self.run.push(i, out);
+        }
+    }
+
+    fn finish(&mut self, out: &mut Vec<RunOutput>) {
+        self.push(Item::EndOfSource, out);
+    }
+}
 
 fn ev(session: &str, at: u64, kind: Input) -> InputEvent {
     InputEvent { session: Arc::from(session), at_ms: Some(at), pos: SourcePos::default(), kind }
@@ -31,7 +64,7 @@ fn end(status: RunStatus, result: Option<&str>) -> Input {
 }
 
 fn run(events: Vec<InputEvent>) -> Vec<OutputEvent> {
-    let mut c = Coordinator::new(CoordinatorConfig::default());
+    let mut c = Stage::new();
     let mut out = Vec::new();
     for e in events {
         c.handle(e, &mut out);
@@ -213,12 +246,12 @@ fn a_stream_that_ends_without_its_result_says_so_and_cancel_never_shows_a_card()
     assert!(t.contains(&"card:Cursor MCP x did not complete: stream ended without a result!".to_owned()), "{t:?}");
     assert!(t.contains(&"end:Error".to_owned()));
 
-    let mut c = Coordinator::new(CoordinatorConfig::default());
+    let mut c = Stage::new();
     let mut out = Vec::new();
     c.handle(start(), &mut out);
     c.handle(ev(S, 1, Input::TextDelta { text: "Let me".into() }), &mut out);
     c.handle(ev(S, 2, Input::ToolStarted(tool("a", ToolKind::Task, Some("{}"), None))), &mut out);
-    c.cancel_all(&mut out);
+    c.push(Item::Cancel, &mut out);
     c.finish(&mut out); // nothing left to close
     let events = sink_facing(out);
     let t = trace(&events);
@@ -239,7 +272,7 @@ fn a_stream_that_ends_without_its_result_says_so_and_cancel_never_shows_a_card()
         _ => None,
     });
     assert_eq!(error.as_deref(), Some("Cancelled: Cursor run was cancelled."));
-    assert_eq!(c.runs_open(), 0);
+    assert_eq!(c.run.runs_open(), 0);
 }
 
 #[test]
@@ -383,14 +416,80 @@ fn the_prompt_reaches_sinks_scrubbed() {
 }
 
 #[test]
+fn a_known_secret_never_reaches_sinks_in_assistant_text_or_thinking_even_split_across_deltas() {
+    let key = "cursor_live_Kq8Zr2Xx";
+    let cfg = CoordinatorConfig {
+        scrubber: crate::present::scrub::Scrubber::new(Some(key.into())),
+        ..CoordinatorConfig::default()
+    };
+    let mut c = Coordinator::new(cfg);
+    let mut out = Vec::new();
+    for e in [
+        start(),
+        ev(S, 1, Input::ThinkingDelta { text: "the key cursor_li".into() }),
+        ev(S, 2, Input::ThinkingDelta { text: "ve_Kq8Zr2Xx is set".into() }),
+        ev(S, 3, Input::TextDelta { text: "Your key is cursor_".into() }),
+        ev(S, 4, Input::TextDelta { text: "live_Kq8".into() }),
+        ev(S, 5, Input::TextDelta { text: "Zr2Xx. cursor_".into() }),
+    ] {
+        c.handle(e, &mut out);
+    }
+    // A progress line: what the text held back goes first, as it is.
+    let line = crate::item::Line {
+        session: Arc::from(S),
+        at_ms: 6,
+        call: toolstream_schemas::ids::call_ref("c1"),
+        title: "Cursor shell".into(),
+        text: "building".into(),
+    };
+    c.push(crate::item::Item::ShellProgress { line, stream: toolstream_schemas::ShellStream::Stdout }, &mut out);
+    c.handle(ev(S, 7, end(RunStatus::Finished, Some("Your key is cursor_live_Kq8Zr2Xx. cursor_"))), &mut out);
+    c.finish(&mut out);
+    let events = sink_facing(out);
+    assert_eq!(
+        trace(&events),
+        [
+            "open",
+            "msg0",
+            "think:the key ",
+            "think:[redacted] is set",
+            "text:Your key is ",
+            "text:[redacted]. ",
+            "text:cursor_",
+            "end:Stop",
+            "closed:finished"
+        ]
+    );
+    let progress = events.iter().position(|e| matches!(e.kind, Output::ShellProgress { .. })).unwrap();
+    assert!(matches!(&events[progress - 1].kind, Output::Text { delta, .. } if delta == "cursor_"));
+    let final_text = events.iter().find_map(|e| match &e.kind {
+        Output::RunClosed { final_text, .. } => Some(final_text.clone()),
+        _ => None,
+    });
+    assert_eq!(final_text.as_deref(), Some("Your key is [redacted]. cursor_"));
+    assert!(!format!("{events:?}").contains("Kq8"), "no piece of the key survives");
+}
+
+#[test]
+fn without_known_secrets_text_passes_as_it_came() {
+    let out = run(vec![
+        start(),
+        ev(S, 1, Input::TextDelta { text: "sk-".into() }),
+        ev(S, 2, Input::TextDelta { text: "proj password=x".into() }),
+        ev(S, 3, end(RunStatus::Finished, None)),
+    ]);
+    assert_eq!(trace(&out), ["open", "msg0", "text:sk-", "text:proj password=x", "end:Stop", "closed:finished"]);
+}
+
+#[test]
 fn a_failed_source_fails_its_open_runs_with_its_message_as_a_reported_failure() {
-    let mut c = Coordinator::new(CoordinatorConfig::default());
+    let mut c = Stage::new();
     let mut out = Vec::new();
     c.handle(start(), &mut out);
     c.handle(ev(S, 1, Input::ToolStarted(tool("a", ToolKind::Mcp, Some(r#"{"toolName":"x"}"#), None))), &mut out);
     c.handle(ev(S, 2, Input::TextDelta { text: "Working.".into() }), &mut out);
-    c.push(crate::item::Item::SourceFailed(Arc::from("cursor-agent exited with status 3: boom")), &mut out);
-    c.push(crate::item::Item::EndOfSource, &mut out); // nothing left to close
+    c.push(Item::SourceFailed(Arc::from("cursor-agent exited with status 3: boom")), &mut out);
+    c.push(Item::EndOfSource, &mut out); // nothing left to close
     let events = sink_facing(out);
     // The same as a `result` that reported the failure (`a_failed_run_shows_…` above).
     assert_eq!(
@@ -416,7 +515,7 @@ fn a_failed_source_fails_its_open_runs_with_its_message_as_a_reported_failure() 
     let mut out = Vec::new();
     c.handle(ev("s2", 3, Input::RunStarted(RunStart::default())), &mut out);
     c.handle(ev("s2", 4, end(RunStatus::Finished, Some("done"))), &mut out);
-    c.push(crate::item::Item::SourceFailed(Arc::from("late")), &mut out);
+    c.push(Item::SourceFailed(Arc::from("late")), &mut out);
     let t = trace(&sink_facing(out));
     assert_eq!(t.iter().filter(|l| l.starts_with("closed:")).collect::<Vec<_>>(), ["closed:finished"]);
 }

@@ -1,39 +1,84 @@
 //! Assistant text rules: each piece of text exactly once (SPEC §1.1 rule 9) and the run's final
 //! text without repeating what was already streamed (SPEC §5.4). Pure, and bounded: the streamed
-//! text itself is not kept (it has gone to the sinks), only digests of it that a later text can be
-//! compared with — its length, SHA-256 of its bytes and of its non-whitespace characters, and, for
-//! the "result is the end of what was streamed" check, its last characters and rolling hashes at
-//! the starts of its last pieces. Memory does not grow with the run's text.
+//! text is kept whole only while it is short ([`EXACT_BYTES`]); past that, only digests of it that
+//! a later text can be compared with — its length, SHA-256 of its bytes and of its non-whitespace
+//! characters — and, for the "result is the end of what was streamed" check, its last characters
+//! and rolling hashes at the starts of its last pieces. Memory does not grow with the run's text.
 
 use std::collections::VecDeque;
 
 use sha2::{Digest as _, Sha256};
 
-/// Digest of a streamed text: enough to decide how a later text relates to it (equal, extends it,
-/// equal ignoring whitespace, extends it ignoring whitespace) without keeping it.
-#[derive(Debug, Clone, Default)]
+/// What is remembered of a streamed text: enough to decide how a later text relates to it
+/// (equal, extends it, equal ignoring whitespace, extends it ignoring whitespace). Up to
+/// [`EXACT_BYTES`] that is the text itself, compared byte for byte (most runs stream less, and a
+/// copy costs less than a digest); past it, only digests of it, so memory stays bounded.
+#[derive(Debug, Clone)]
 pub struct Streamed {
     /// Length in bytes.
     bytes: usize,
-    /// SHA-256 of the bytes.
-    raw: Sha256,
     /// Bytes of its non-whitespace characters.
     non_ws: usize,
-    /// SHA-256 of the non-whitespace characters (their UTF-8, in order).
-    non_ws_hash: Sha256,
+    /// The largest text kept whole.
+    exact_bytes: usize,
+    memory: Memory,
+}
+
+/// Up to this many bytes a streamed text is kept whole; past it, digested.
+pub const EXACT_BYTES: usize = 16 * 1024;
+
+#[derive(Debug, Clone)]
+enum Memory {
+    /// The text itself.
+    Exact(String),
+    /// SHA-256 of its bytes and of its non-whitespace characters (their UTF-8, in order).
+    Digest { raw: Sha256, non_ws: Sha256 },
+}
+
+impl Default for Streamed {
+    fn default() -> Self {
+        Streamed::with_exact_bytes(EXACT_BYTES)
+    }
 }
 
 impl Streamed {
+    /// Texts up to `exact_bytes` kept whole.
+    pub fn with_exact_bytes(exact_bytes: usize) -> Streamed {
+        Streamed { bytes: 0, non_ws: 0, exact_bytes, memory: Memory::Exact(String::new()) }
+    }
+
     pub fn push(&mut self, text: &str) {
-        self.push_with(text, &non_ws_of(text));
+        match &mut self.memory {
+            Memory::Exact(kept) if kept.len() + text.len() <= self.exact_bytes => {
+                kept.push_str(text);
+                self.bytes += text.len();
+                for_each_word(text, |w| self.non_ws += w.len());
+            }
+            _ => self.push_with(text, &non_ws_of(text)),
+        }
     }
 
     /// `text`, whose non-whitespace characters are `non_ws`.
     fn push_with(&mut self, text: &str, non_ws: &str) {
         self.bytes += text.len();
-        self.raw.update(text.as_bytes());
         self.non_ws += non_ws.len();
-        self.non_ws_hash.update(non_ws.as_bytes());
+        match &mut self.memory {
+            Memory::Exact(kept) if kept.len() + text.len() <= self.exact_bytes => kept.push_str(text),
+            Memory::Exact(kept) => {
+                // Past the bound: digests from here on, of all of it.
+                let mut raw = Sha256::new();
+                raw.update(kept.as_bytes());
+                raw.update(text.as_bytes());
+                let mut hash = Sha256::new();
+                for_each_word(kept, |w| hash.update(w.as_bytes()));
+                hash.update(non_ws.as_bytes());
+                self.memory = Memory::Digest { raw, non_ws: hash };
+            }
+            Memory::Digest { raw, non_ws: hash } => {
+                raw.update(text.as_bytes());
+                hash.update(non_ws.as_bytes());
+            }
+        }
     }
 
     pub fn is_empty(&self) -> bool {
@@ -70,19 +115,39 @@ impl Streamed {
     /// `incoming` minus the streamed text, when it starts with it byte for byte.
     fn strip_prefix<'a>(&self, incoming: &'a str) -> Option<&'a str> {
         let head = incoming.as_bytes().get(..self.bytes)?;
-        (Sha256::digest(head) == self.raw.clone().finalize()).then(|| incoming.get(self.bytes..)).flatten()
+        let same = match &self.memory {
+            Memory::Exact(kept) => head == kept.as_bytes(),
+            Memory::Digest { raw, .. } => Sha256::digest(head) == raw.clone().finalize(),
+        };
+        same.then(|| incoming.get(self.bytes..)).flatten()
     }
 
     pub fn same_ignoring_whitespace(&self, incoming: &str) -> bool {
         let other = non_ws_of(incoming);
-        other.len() == self.non_ws && Sha256::digest(other.as_bytes()) == self.non_ws_hash.clone().finalize()
+        other.len() == self.non_ws && self.non_ws_is(&other)
+    }
+
+    /// Whether `non_ws` (as long as the streamed text's non-whitespace characters) is them.
+    fn non_ws_is(&self, non_ws: &str) -> bool {
+        match &self.memory {
+            Memory::Exact(kept) => {
+                let mut rest = non_ws.as_bytes();
+                let mut same = true;
+                for_each_word(kept, |w| match rest.strip_prefix(w.as_bytes()) {
+                    Some(r) if same => rest = r,
+                    _ => same = false,
+                });
+                same && rest.is_empty()
+            }
+            Memory::Digest { non_ws: hash, .. } => Sha256::digest(non_ws.as_bytes()) == hash.clone().finalize(),
+        }
     }
 
     /// Byte index in `incoming` just past the characters that match all of the streamed text,
     /// ignoring whitespace on both sides; `None` when the streamed text is not such a prefix.
     fn prefix_end_ignoring_whitespace(&self, incoming: &str) -> Option<usize> {
         let mut want = self.non_ws;
-        let mut hash = Sha256::new();
+        let mut got = String::with_capacity(want);
         let mut end = 0;
         for (i, c) in incoming.char_indices() {
             if want == 0 {
@@ -93,12 +158,12 @@ impl Streamed {
                 if len > want {
                     return None;
                 }
-                hash.update(&incoming.as_bytes()[i..i + len]);
+                got.push(c);
                 want -= len;
                 end = i + len;
             }
         }
-        (want == 0 && hash.finalize() == self.non_ws_hash.clone().finalize()).then_some(end)
+        (want == 0 && self.non_ws_is(&got)).then_some(end)
     }
 }
 

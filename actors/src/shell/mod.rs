@@ -1,19 +1,18 @@
 //! Shell output attribution (SPEC §6b): `shell-output-delta` chunks are attributed only while
-//! exactly one shell call is active — never guessed. Attributed chunks give up to three progress
+//! exactly one shell call is active — never guessed. Calls are known by the identity intake gave
+//! them (a completion closes the shell intake matched it to). Attributed chunks give up to three progress
 //! lines per call and a buffer that stands in for the recorded output of a successful shell whose
 //! recorded stdout and stderr are both blank. Pure state machine: items in, items out.
 
 use rustc_hash::FxHashMap as HashMap;
 use std::sync::Arc;
 
-use serde_json::Value;
-use toolstream_schemas::ids::call_ref;
-use toolstream_schemas::{Input, InputEvent, ShellStream, Tool, ToolEvent, ToolKind};
+use toolstream_schemas::cursor_cli::tool_models::{ResultModel, ToolSuccess};
+use toolstream_schemas::{CallRef, Input, InputEvent, ShellStream, Tool, ToolEvent, ToolKind};
 
 use crate::item::{Item, Line};
 use crate::present::bounds::display_line;
-use crate::present::scrub::Scrubber;
-use crate::run::calls::fingerprint;
+use crate::present::scrub::{settled, Scrubber};
 
 /// Progress lines per call.
 pub const PROGRESS_LINES: u8 = 3;
@@ -21,11 +20,15 @@ pub const PROGRESS_LINES: u8 = 3;
 pub const PROGRESS_CHARS: usize = 160;
 /// Most output buffered per call (bytes); the card bounds it further.
 pub const BUFFER_BYTES: usize = 64 * 1024;
+/// How much of the output before a chunk its progress line is scrubbed with (a PEM private key
+/// of 8192 bits is about 6.5 KB).
+const CONTEXT_BYTES: usize = 8 * 1024;
 
 #[derive(Debug)]
 struct ActiveShell {
-    call_id: String,
-    fingerprint: Option<u64>,
+    /// The call's key (intake's identity).
+    key: u64,
+    call: CallRef,
     buffer: String,
     budget: u8,
     /// Output arrived while another shell was active too: this call never buffers again.
@@ -71,10 +74,10 @@ impl ShellCore {
             }
             Input::ToolStarted(t) | Input::ToolPartial(t) if is_shell(t) => {
                 let list = self.active.entry(ev.session.clone()).or_default();
-                if t.call_id.is_empty() || !list.iter().any(|s| s.call_id == t.call_id) {
+                if !list.iter().any(|s| s.key == t.call.key) {
                     list.push(ActiveShell {
-                        call_id: t.call_id.clone(),
-                        fingerprint: fingerprint(&t.tool, t.args.as_ref()),
+                        key: t.call.key,
+                        call: t.call.call_ref.clone(),
                         buffer: String::new(),
                         budget: PROGRESS_LINES,
                         ambiguous: false,
@@ -83,28 +86,35 @@ impl ShellCore {
             }
             Input::ToolCompleted(t) if is_shell(t) => {
                 let Some(list) = self.active.get_mut(&ev.session) else { return };
-                let Some(i) = find_completed(list, t) else { return };
+                let Some(i) = list.iter().position(|s| s.key == t.call.key) else { return };
                 let shell = list.remove(i);
-                if !shell.ambiguous && !shell.buffer.trim().is_empty() && fill_blank_output(t, &shell.buffer) {
-                    out.push(diagnostic(&ev.session, at_ms, "display_decision", &t.call_id, "shell-delta-fallback"));
+                if !shell.ambiguous && !shell.buffer.trim().is_empty() && fill_blank_output(t, shell.buffer) {
+                    out.push(diagnostic(&ev.session, at_ms, "display_decision", &shell.call, "shell-delta-fallback"));
                 }
             }
             Input::ShellOutput { stream, data, .. } if !data.is_empty() => {
                 let Some(list) = self.active.get_mut(&ev.session) else { return };
                 match list.as_mut_slice() {
                     [only] if !only.ambiguous => {
+                        // Scrubbed as the continuation of what came before: a private key
+                        // streamed over several chunks stays one redaction.
+                        let scrubbed = (only.budget > 0 && !data.trim().is_empty())
+                            .then(|| self.scrubber.scrub_after(tail(&only.buffer, CONTEXT_BYTES), data));
                         if only.buffer.len() < BUFFER_BYTES {
                             let room = BUFFER_BYTES - only.buffer.len();
                             only.buffer.push_str(cut_bytes(data, room));
                         }
-                        let first = data.lines().map(str::trim).find(|l| !l.is_empty());
-                        if let (Some(first), true) = (first, only.budget > 0) {
+                        // A chunk that ends mid-line may end mid-secret: its open end is not shown.
+                        let open = !data.ends_with(['\n', '\r']);
+                        let shown = scrubbed.as_deref().map(|d| if open { settled(d) } else { d });
+                        let first = shown.and_then(|d| d.lines().map(str::trim).find(|l| !l.is_empty()));
+                        if let Some(first) = first {
                             only.budget -= 1;
-                            let text = display_line(&self.scrubber.scrub(first), PROGRESS_CHARS);
+                            let text = display_line(first, PROGRESS_CHARS);
                             let line = Line {
                                 session: ev.session.clone(),
                                 at_ms,
-                                call: call_ref(&only.call_id),
+                                call: only.call.clone(),
                                 title: "Cursor shell".into(),
                                 text,
                             };
@@ -142,41 +152,32 @@ fn stream_name(s: ShellStream) -> &'static str {
     s.as_str()
 }
 
-/// The active shell a completion closes: by call id, else by fingerprint when exactly one matches.
-fn find_completed(list: &[ActiveShell], t: &ToolEvent) -> Option<usize> {
-    if !t.call_id.is_empty() {
-        if let Some(i) = list.iter().position(|s| s.call_id == t.call_id) {
-            return Some(i);
-        }
-    }
-    let fp = fingerprint(&t.tool, t.args.as_ref())?;
-    let mut same = list.iter().enumerate().filter(|(_, s)| s.fingerprint == Some(fp));
-    let (first, _) = same.next()?;
-    same.next().is_none().then_some(first)
-}
-
 /// Replace the recorded output of a successful shell whose stdout and stderr are both blank.
-/// Recorded non-empty output always wins. Returns whether it replaced anything.
-fn fill_blank_output(t: &mut ToolEvent, buffered: &str) -> bool {
+/// Recorded non-empty output always wins. Returns whether it replaced anything. The result is read
+/// as its model here, once: the card reads the same model.
+fn fill_blank_output(t: &mut ToolEvent, buffered: String) -> bool {
     let Some(result) = t.result.as_mut() else { return false };
     if !result.status.is_success() {
         return false;
     }
-    let Ok(Value::Object(mut obj)) = serde_json::from_str::<Value>(result.value.get()) else {
+    let ResultModel::Success(ToolSuccess::Shell(shell)) = result.model(ToolKind::Shell) else {
         return false;
     };
-    let blank = |k: &str| obj.get(k).and_then(Value::as_str).is_none_or(|s| s.trim().is_empty());
-    if !blank("stdout") || !blank("stderr") {
+    let blank = |s: &Option<String>| s.as_deref().is_none_or(|s| s.trim().is_empty());
+    if !blank(&shell.stdout) || !blank(&shell.stderr) {
         return false;
     }
-    obj.insert("stdout".into(), buffered.into());
-    match serde_json::value::to_raw_value(&Value::Object(obj)) {
-        Ok(raw) => {
-            result.value = raw;
-            true
-        }
-        Err(_) => false,
+    result.set_stdout_from_deltas(buffered);
+    true
+}
+
+/// The last `max` bytes of `s` (or fewer, at a char boundary).
+fn tail(s: &str, max: usize) -> &str {
+    let mut start = s.len().saturating_sub(max);
+    while !s.is_char_boundary(start) {
+        start += 1;
     }
+    &s[start..]
 }
 
 fn cut_bytes(s: &str, max: usize) -> &str {
@@ -190,10 +191,10 @@ fn cut_bytes(s: &str, max: usize) -> &str {
     &s[..end]
 }
 
-fn diagnostic(session: &Arc<str>, at_ms: u64, phase: &'static str, call_id: &str, action: &str) -> Item {
+fn diagnostic(session: &Arc<str>, at_ms: u64, phase: &'static str, call: &CallRef, action: &str) -> Item {
     let mut fields = serde_json::Map::new();
     fields.insert("action".into(), action.into());
-    fields.insert("callIdHash".into(), call_ref(call_id).hash.into());
+    fields.insert("callIdHash".into(), call.hash.as_str().into());
     Item::Diagnostic { session: session.clone(), at_ms, phase, fields }
 }
 

@@ -1,5 +1,6 @@
 use std::sync::Arc;
 
+use toolstream_schemas::cursor_cli::tool_models::{ResultModel, ToolSuccess};
 use toolstream_schemas::{Input, InputEvent, ResultStatus, ShellStream, SourcePos, Tool, ToolEvent, ToolKind};
 
 use super::ShellCore;
@@ -22,7 +23,7 @@ fn out_delta(at: u64, data: &str) -> Item {
 fn run(items: Vec<Item>) -> Vec<Item> {
     let mut core = ShellCore::default();
     let mut out = Vec::new();
-    for i in items {
+    for i in crate::intake::matched(items) {
         core.push(i, &mut out);
     }
     out
@@ -32,8 +33,12 @@ fn completed_stdout(out: &[Item]) -> Vec<String> {
     out.iter()
         .filter_map(|i| match i {
             Item::Input(InputEvent { kind: Input::ToolCompleted(t), .. }) => {
-                let v: serde_json::Value = serde_json::from_str(t.result.as_ref()?.value.get()).ok()?;
-                Some(v["stdout"].as_str().unwrap_or("").to_owned())
+                // What the card reads: the model, and the tree kept for sinks that store results.
+                let r = t.result.as_ref()?;
+                let ResultModel::Success(ToolSuccess::Shell(s)) = r.model(ToolKind::Shell) else { return None };
+                let stdout = s.stdout.clone().unwrap_or_default();
+                assert_eq!(r.tree()?["stdout"].as_str().unwrap_or(""), stdout);
+                Some(stdout)
             }
             _ => None,
         })
@@ -75,21 +80,28 @@ fn recorded_output_wins() {
 
 #[test]
 fn overlapping_shells_get_no_attribution_ever() {
-    let mut core = ShellCore::default();
+    let (mut intake, mut core) = (crate::intake::IntakeCore::default(), ShellCore::default());
     let mut out = Vec::new();
+    let mut push = |item: Item, out: &mut Vec<Item>| {
+        let mut matched = Vec::new();
+        intake.push(item, &mut matched);
+        for i in matched {
+            core.push(i, out);
+        }
+    };
     for i in [
         ev(0, Input::ToolStarted(shell("a", "sleep 1", None))),
         ev(1, Input::ToolStarted(shell("b", "sleep 2", None))),
         out_delta(10, "who wrote this?\n"),
     ] {
-        core.push(i, &mut out);
+        push(i, &mut out);
     }
     assert!(progress(&out).is_empty());
     assert!(out.iter().any(|i| matches!(i, Item::Diagnostic { phase: "shell_output_ambiguous", .. })));
     // b finishes; a is alone now but was marked ambiguous: it never buffers again.
-    core.push(ev(20, Input::ToolCompleted(shell("b", "sleep 2", Some(r#"{"exitCode":0,"stdout":""}"#)))), &mut out);
-    core.push(out_delta(30, "late\n"), &mut out);
-    core.push(ev(40, Input::ToolCompleted(shell("a", "sleep 1", Some(r#"{"exitCode":0,"stdout":""}"#)))), &mut out);
+    push(ev(20, Input::ToolCompleted(shell("b", "sleep 2", Some(r#"{"exitCode":0,"stdout":""}"#)))), &mut out);
+    push(out_delta(30, "late\n"), &mut out);
+    push(ev(40, Input::ToolCompleted(shell("a", "sleep 1", Some(r#"{"exitCode":0,"stdout":""}"#)))), &mut out);
     assert_eq!(completed_stdout(&out), vec!["", ""]);
     assert!(progress(&out).is_empty());
 }
@@ -105,6 +117,42 @@ fn progress_is_limited_to_three_lines_and_scrubbed() {
         progress(&out),
         vec!["stdout:line 0 token=[redacted]", "stdout:line 1 token=[redacted]", "stdout:line 2 token=[redacted]"]
     );
+}
+
+#[test]
+fn a_private_key_streamed_over_several_chunks_never_shows_in_a_progress_line() {
+    let out = run(vec![
+        ev(0, Input::ToolStarted(shell("a", "cat id_rsa", None))),
+        out_delta(1, "-----BEGIN RSA PRIVATE KEY-----\n"),
+        out_delta(2, "MIIEowIBAAKCAQEA0Z3VS5JJcds3xfn/ygWyF0qzVRa3Gv7Tb+fs8Fw0hS1RG2aL\n"),
+        out_delta(
+            3,
+            "Yp4fE3kqZ8n+vG0bH1xQ2m7sT9cJ5wA6rD4uF8eK3lN0oP2qR7sU9tV1wX3yZ5a\n-----END RSA PRIVATE KEY-----\n",
+        ),
+        out_delta(4, "copied\n"),
+    ]);
+    assert_eq!(
+        progress(&out),
+        [
+            "stdout:-----BEGIN RSA PRIVATE KEY-----",
+            "stdout:[redacted private key]",
+            // The chunk that ends the key is all key: no line of its own.
+            "stdout:copied",
+        ]
+    );
+}
+
+#[test]
+fn a_token_cut_between_chunks_shows_no_piece_of_itself_in_a_progress_line() {
+    let (tok, aws) = ("ghp_jIhKtJ0RlgLKOmxgJTeKdNnFRIBXuDL7Dxtp", "AKIAUJZDE8GXD6NCF10E");
+    let out = run(vec![
+        ev(0, Input::ToolStarted(shell("a", "cat .env", None))),
+        out_delta(1, &format!("tok {}", &tok[..16])),
+        out_delta(2, &format!("{} id {}", &tok[16..], &aws[..12])),
+        out_delta(3, &format!("{}\ndone\n", &aws[12..])),
+    ]);
+    // A chunk's unfinished last line loses its open end: the next chunk may make it a secret.
+    assert_eq!(progress(&out), ["stdout:tok", "stdout:[redacted] id", "stdout:[redacted]"]);
 }
 
 #[test]

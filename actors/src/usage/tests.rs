@@ -66,6 +66,7 @@ fn card(content: &str) -> Output {
         completed_ms: None,
         recorded_result: None,
         recorded_args: None,
+        openai_call: None,
     };
     Output::Card(Box::new(c))
 }

@@ -1,8 +1,10 @@
 //! The stages `toolstream bench` measures on the same bytes: the parse floor (memchr line split +
 //! the borrowed stream-json envelope, tool payload left raw), full decoding to canonical events,
 //! and end to end through the actor engine to a null sink, the JSONL trace sink and the pi session
-//! sink, and, with `--sink otlp=URL`, to that OTLP sink ([`super::otlp`]). Each stage reads the
-//! corpus from disk and runs in its own process, so its peak RSS is its own.
+//! sink; on request (`--stage e2e-cursor-db`) to a Cursor chat database (every run a conversation:
+//! shows that the sink's time grows linearly with the runs); and, with `--sink otlp=URL`, to that
+//! OTLP sink ([`super::otlp`]). Each stage reads the corpus from disk and runs in its own process,
+//! so its peak RSS is its own.
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
@@ -10,6 +12,7 @@ use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 use toolstream_schemas::cursor_cli::line::Line;
+use toolstream_sinks::cursor_db::{CursorDbOptions, CursorDbSink};
 use toolstream_sinks::jsonl_trace::JsonlTraceSink;
 use toolstream_sinks::{Sink, SinkError};
 
@@ -42,12 +45,15 @@ pub enum Stage {
     E2eJsonl,
     /// End to end to the pi session sink.
     E2ePiSession,
+    /// End to end to the Cursor chat database sink, into a new database (only when asked for).
+    E2eCursorDb,
     /// End to end to the OTLP sink named by `--sink` (only then).
     E2eOtlp,
 }
 
 impl Stage {
-    /// The stages measured by default (the OTLP stage needs a collector: `--sink`).
+    /// The stages measured by default (the OTLP stage needs a collector: `--sink`; the Cursor
+    /// database stage is asked for by name).
     pub fn all() -> [Stage; 6] {
         [Stage::Floor, Stage::Decode, Stage::Cores, Stage::E2eNull, Stage::E2eJsonl, Stage::E2ePiSession]
     }
@@ -61,6 +67,7 @@ impl Stage {
             Stage::E2eNull => "e2e-null",
             Stage::E2eJsonl => "e2e-jsonl",
             Stage::E2ePiSession => "e2e-pi-session",
+            Stage::E2eCursorDb => "e2e-cursor-db",
             Stage::E2eOtlp => "e2e-otlp",
         }
     }
@@ -73,6 +80,7 @@ impl Stage {
             Stage::E2eNull => "end to end → null sink",
             Stage::E2eJsonl => "end to end → JSONL trace (uncapped)",
             Stage::E2ePiSession => "end to end → pi session",
+            Stage::E2eCursorDb => "end to end → Cursor chat DB",
             Stage::E2eOtlp => "end to end → OTLP sink",
         }
     }
@@ -158,6 +166,14 @@ pub fn run_stage(
         Stage::E2ePiSession => {
             let path = scratch.join("bench-session.jsonl");
             e2e(input, vec![pi_session_sink(&path)?])?
+        }
+        Stage::E2eCursorDb => {
+            // A new database each time: every round writes the same conversations anew.
+            let path = scratch.join("bench-chats.vscdb");
+            let _ = std::fs::remove_file(&path);
+            let sink = CursorDbSink::create(&path, CursorDbOptions::default())
+                .map_err(|e| MeasureError::Read(path.clone(), std::io::Error::other(e)))?;
+            e2e(input, vec![Box::new(sink)])?
         }
         Stage::E2eOtlp => {
             let spec = otlp.ok_or(MeasureError::NoSink)?;
@@ -267,7 +283,8 @@ fn e2e(input: &Path, sinks: Vec<Box<dyn Sink>>) -> Result<(u64, u64, u64), Measu
 }
 
 fn pi_session_sink(path: &Path) -> Result<Box<dyn Sink>, MeasureError> {
-    toolstream_sinks::pi_session::PiSessionSink::create(path)
+    // Its own scratch file, written again by every round.
+    toolstream_sinks::pi_session::PiSessionSink::create(path, true)
         .map(|s| Box::new(s) as Box<dyn Sink>)
         .map_err(|e| MeasureError::Read(path.to_path_buf(), e))
 }

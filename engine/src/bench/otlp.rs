@@ -46,7 +46,7 @@ pub fn bench_spec(spec: &SinkSpec) -> Result<SinkSpec, String> {
 /// Run the corpus end to end into the sink of `spec`; the engine's stats and the sink's figures.
 pub fn e2e_otlp(input: &std::path::Path, spec: &SinkSpec) -> Result<(Stats, OtlpFigures), PipelineError> {
     let spec = bench_spec(spec).map_err(|message| PipelineError::Sink(SinkError::Other { sink: "otlp", message }))?;
-    let plan = spec.plan(&SinkContext::headless(0, false), None);
+    let plan = spec.plan(&SinkContext::headless(0), None);
     let mut pipeline = Pipeline::with_sinks(PipelineOptions::default(), vec![plan])?;
     pipeline.run_source(&Source::File(input.to_path_buf()), &mut |_| {})?;
     let stats = pipeline.finish();

@@ -17,7 +17,7 @@ use toolstream_actors::bridge::exposure::ExposedTool;
 use super::server::{CallOutcome, Hub};
 
 /// The server name in the MCP `initialize` answer.
-pub const SERVER_NAME: &str = "toolstream-pi-bridge";
+pub const INITIALIZE_SERVER_NAME: &str = "toolstream-pi-bridge";
 
 #[derive(Clone)]
 pub struct RunHandler {
@@ -51,7 +51,7 @@ fn tool_result(content: Vec<Value>, is_error: bool) -> Result<CallToolResult, Mc
 impl ServerHandler for RunHandler {
     fn get_info(&self) -> ServerConfig {
         ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
-            .with_server_info(Implementation::new(SERVER_NAME, env!("CARGO_PKG_VERSION")))
+            .with_server_info(Implementation::new(INITIALIZE_SERVER_NAME, env!("CARGO_PKG_VERSION")))
     }
 
     async fn list_tools(

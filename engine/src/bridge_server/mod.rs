@@ -14,8 +14,8 @@ mod sessions;
 pub mod settings;
 
 pub use diagnostics::{Diagnostics, STDERR_PREFIX};
-pub use handler::SERVER_NAME;
-pub use routes::{route_path, PATH_PREFIX, PATH_SUFFIX};
+pub use handler::INITIALIZE_SERVER_NAME;
+pub use routes::{route_path, token_of, PATH_PREFIX, PATH_SUFFIX};
 pub use server::{BridgeError, BridgeEvent, BridgeServer, BridgeServerOptions, CallOutcome, RunRoute};
 pub use sessions::SessionLimits;
 pub use settings::BridgeSettings;

@@ -37,7 +37,7 @@ pub struct BenchArgs {
     /// Seed of the corpus generator (same seed, same bytes).
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
-    /// Stages to measure (default: all).
+    /// Stages to measure (default: all but `e2e-cursor-db`, and `e2e-otlp` unless `--sink`).
     #[arg(long = "stage", value_enum)]
     pub stages: Vec<Stage>,
     /// Measure every stage this many times, the stages taking turns; each stage reports its
@@ -288,6 +288,7 @@ fn print_report(results: &[Measurement], repeat: u32, json: bool) {
             "e2e_null_mbps": mbps(Stage::E2eNull),
             "e2e_jsonl_mbps": mbps(Stage::E2eJsonl),
             "e2e_pi_session_mbps": mbps(Stage::E2ePiSession),
+            "e2e_cursor_db_mbps": mbps(Stage::E2eCursorDb),
             "e2e_otlp_mbps": mbps(Stage::E2eOtlp),
             "otlp_sink": otlp.and_then(|m| m.otlp.as_ref()).map(|o| o.sink.clone()),
             "otlp_spans": otlp.and_then(|m| m.otlp.as_ref()).map(|o| o.spans),

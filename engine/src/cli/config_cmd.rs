@@ -1,5 +1,7 @@
 //! `toolstream config`: show the effective configuration (defaults, config file, environment) with
 //! where each value came from, as an aligned table or one JSON object. Never shows the API key.
+//! `--markdown` prints the reference tables of the docs (every setting, every sink), generated
+//! from the settings table and the sink registry; a test checks the docs hold exactly these.
 
 use std::io::{self, Write};
 use std::path::PathBuf;
@@ -14,6 +16,10 @@ pub struct ConfigArgs {
     /// Print one JSON object `{name: {value, origin, env}}` instead of a table.
     #[arg(long)]
     pub json: bool,
+    /// Print the docs' reference tables (every setting with its default, every sink) as Markdown,
+    /// each between the marker lines the docs keep it in.
+    #[arg(long, conflicts_with = "json")]
+    pub markdown: bool,
     /// Config file to read instead of searching `$TOOLSTREAM_CONFIG`, `./toolstream.toml`,
     /// `$XDG_CONFIG_HOME/toolstream/config.toml` (or `~/.config/toolstream/config.toml`).
     #[arg(long, value_name = "PATH")]
@@ -21,19 +27,62 @@ pub struct ConfigArgs {
 }
 
 pub fn run(args: ConfigArgs) -> anyhow::Result<i32> {
-    let config = Config::from_process_env(args.config.as_deref())?;
     let mut out = io::stdout().lock();
+    if args.markdown {
+        // The defaults only: the docs describe no one's environment.
+        return finish(write!(out, "{}", docs_tables()).and_then(|()| out.flush()));
+    }
+    let config = Config::from_process_env(args.config.as_deref())?;
     let written = if args.json {
         writeln!(out, "{}", serde_json::to_string(&config.to_json())?)
     } else {
         write!(out, "{}", table(&config))
     };
-    match written.and_then(|()| out.flush()) {
+    finish(written.and_then(|()| out.flush()))
+}
+
+fn finish(written: io::Result<()>) -> anyhow::Result<i32> {
+    match written {
         // A closed stdout (`| head`) is a quiet end.
         Ok(()) => Ok(0),
         Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(0),
         Err(e) => Err(anyhow::Error::new(e).context("cannot write to standard output")),
     }
+}
+
+/// The marker lines around a generated table in the docs: `<!-- toolstream config --markdown:
+/// NAME -->` … `<!-- end NAME -->`.
+pub fn markers(name: &str) -> (String, String) {
+    (format!("<!-- toolstream config --markdown: {name} -->"), format!("<!-- end {name} -->"))
+}
+
+/// The docs' reference tables: `settings` (from the settings table, defaults as built in) and
+/// `sinks` (from the sink registry).
+pub fn docs_tables() -> String {
+    let defaults = Config::defaults();
+    let mut settings =
+        String::from("| setting | environment | flag | default | what it does |\n| --- | --- | --- | --- | --- |\n");
+    for (name, value, _, env) in defaults.entries() {
+        let Some(decl) = crate::config::all_decls().find(|d| d.name == name) else { continue };
+        // The number of shards follows the machine's cores (its doc says how).
+        let value = if name == "shards" { "per machine".to_owned() } else { format!("`{value}`") };
+        let env = env.split(", ").map(|v| format!("`{v}`")).collect::<Vec<_>>().join(", ");
+        let flag = decl.flag.map(|f| format!("`{f}`")).unwrap_or_default();
+        let doc = decl.doc.split_whitespace().collect::<Vec<_>>().join(" ").replace('|', "\\|");
+        settings.push_str(&format!("| `{name}` | {env} | {flag} | {value} | {doc} |\n"));
+    }
+    let mut sinks = String::from("| sink | what it writes | `when_full` default |\n| --- | --- | --- |\n");
+    for k in crate::sinks::spec::KINDS {
+        sinks.push_str(&format!("| `{}` | {} | `{}` |\n", k.usage(), k.help.replace('|', "\\|"), k.when_full.as_str()));
+    }
+    [("settings", settings), ("sinks", sinks)]
+        .into_iter()
+        .map(|(name, table)| {
+            let (open, close) = markers(name);
+            format!("{open}\n{table}{close}\n")
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// `config file: …` then an aligned `NAME  VALUE  FROM  ENV` table. Values and where they came

@@ -148,6 +148,7 @@ impl InputArgs {
                 usage_poll_ms: cfg.usage_poll_ms.value,
                 usage,
                 keep_recorded: false,
+                compact: Default::default(),
             },
             ..PipelineOptions::default()
         })
@@ -159,19 +160,13 @@ pub struct ReplayArgs {
     /// Files to replay, in order; `-` (or nothing) reads standard input.
     #[arg(value_name = "FILE")]
     pub files: Vec<PathBuf>,
-    /// Where to deliver the stream; repeatable. `cards` (terminal cards on stdout, the default
-    /// when no sink is named), `jsonl=PATH` (the JSONL debug trace: allowlisted fields, hashed
-    /// call ids, capped at 2 MiB) or `pi-session=PATH` (one pi session file, format v3, for
-    /// every run: open it with `pi --session PATH`; written whole and renamed into place),
-    /// `pi-sessions[=DIR]` (one pi session per Cursor chat, named as pi names its own, in DIR or
-    /// by default in pi's sessions folder for the chat's working directory, so `pi -r` lists
-    /// them; an existing file is left alone unless --force) or `cursor-db=PATH` (each run as a
-    /// conversation of a Cursor chat database, created if absent). Append `,when_full=drop_newest`
-    /// to drop (and count) what a full sink cannot take instead of waiting for it (`block`, the
-    /// default of these sinks; or set `<sink>_when_full`).
-    #[arg(long = "sink", value_name = "SPEC")]
+    /// Where to deliver the stream; repeatable (default: `cards`).
+    #[arg(long = "sink", value_name = "SPEC", long_help = crate::sinks::spec::sinks_help(
+        "Where to deliver the stream; repeatable (default: `cards`):", &[]))]
     pub sinks: Vec<SinkSpec>,
-    /// Overwrite pi session files that already exist (`--sink pi-sessions`).
+    /// Replace pi session files that already exist (`--sink pi-session=PATH`, `--sink
+    /// pi-sessions`); without it an existing session file is refused (`pi-session`) or left as it
+    /// is (`pi-sessions`).
     #[arg(long)]
     pub force: bool,
     #[command(flatten)]
@@ -305,6 +300,14 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Serve(args) => serve::run(args),
         Command::Bridge(args) => bridge::run(args),
     }
+}
+
+/// End the process with `code`. The one way toolstream exits: `std::process::exit` runs no
+/// destructors, so the private temporary files still there (a pi session's spool when Ctrl-C
+/// ends a replay, a sink left running at exit) are removed first.
+pub fn exit(code: i32) -> ! {
+    toolstream_sinks::private_dir::remove_temp_files();
+    std::process::exit(code)
 }
 
 #[cfg(test)]

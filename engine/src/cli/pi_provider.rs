@@ -22,10 +22,11 @@ pub struct PiProviderArgs {
     /// Compact shell results before pi sees them (as `toolstream wrap` does).
     #[arg(long)]
     pub compact: bool,
-    /// Also deliver the run to this sink, beside the protocol on stdout; repeatable, named as
-    /// for `replay` (`otlp[=URL]`, `otlp-grpc[=URL]`, `jsonl=PATH`, `pi-session=PATH`, …; not
-    /// `cards`: stdout carries the protocol). The pi extension passes $TOOLSTREAM_PI_SINKS here.
-    #[arg(long = "sink", value_name = "SPEC")]
+    /// Also deliver the run to this sink, beside the protocol on stdout; repeatable.
+    #[arg(long = "sink", value_name = "SPEC", long_help = crate::sinks::spec::sinks_help(
+        "Also deliver the run to this sink, beside the protocol on stdout; repeatable (not `cards`: \
+         stdout carries the protocol). The pi extension passes $TOOLSTREAM_PI_SINKS here:",
+        &[crate::sinks::SinkKind::Cards]))]
     pub sinks: Vec<SinkSpec>,
     #[command(flatten)]
     pub input: InputArgs,

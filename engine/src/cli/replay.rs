@@ -1,12 +1,13 @@
 //! `toolstream replay`: read streams and deliver them to the selected sinks. Ctrl-C cancels every
-//! open run, flushes every sink and exits with 130. At exit, one line per sink that failed or
-//! dropped anything.
+//! open run, flushes every sink and exits with 130. At exit, one line per sink that failed,
+//! dropped or lost anything (and then exit status 1).
 
 use std::io::{self, IsTerminal};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 
+use toolstream_actors::present::card::Compaction;
 use toolstream_sinks::cards::CardsOptions;
 
 use super::{cursor_db, ColorArg, ReplayArgs};
@@ -48,13 +49,14 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<i32> {
         overwrite_sessions: args.force,
         reading_db: args.cursor_db.from_cursor_db.clone(),
         allow_cursor_state_db: args.cursor_db.i_know_cursor_is_closed,
-        compact_model_results: args.compact,
-        compact_cards: args.compact_cards,
     };
     let plans = specs.iter().map(|spec| spec.plan(&ctx, cfg.when_full(spec.kind))).collect();
     let mut opts = args.input.pipeline_options(&cfg)?;
     opts.realtime = args.realtime;
     opts.shard.keep_recorded = keeps_recorded(&specs);
+    // Compaction reads the whole recorded output where cards are built (SPEC §10): what pi's model
+    // reads (`--compact`), what the terminal cards show (`--compact-cards`).
+    opts.shard.compact = Compaction { model: args.compact, cards: args.compact_cards };
     // Ctrl-C: cancel every open run, flush every sink (none may hold the others up for longer
     // than the grace period), say what was dropped, exit 130. Installed before the sinks open (a
     // `block` sink may wait in its opening, a FIFO nobody reads); a second Ctrl-C exits at once.
@@ -63,13 +65,13 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<i32> {
     let pressed = AtomicBool::new(false);
     let _ = ctrlc::set_handler(move || {
         if pressed.swap(true, Ordering::SeqCst) {
-            std::process::exit(130);
+            super::exit(130);
         }
         if let Some(canceller) = handler.get() {
             canceller.cancel();
             report_to_stderr(&canceller.sink_summaries());
         }
-        std::process::exit(130);
+        super::exit(130);
     });
     let mut pipeline = match Pipeline::with_sinks(opts, plans) {
         Ok(p) => p,
@@ -119,7 +121,8 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<i32> {
 }
 
 /// Say what went wrong at the end of a run; the exit status it earned: 2 when a file could not be
-/// read, 1 when a line could not be decoded or a sink or stage failed, else 0.
+/// read, 1 when a line could not be decoded, a stage failed or a sink lost anything (failed, did
+/// not deliver, dropped: [`crate::sinks::SinkSummary::lost_anything`]), else 0.
 pub fn exit_report(stats: &Stats, failed_read: bool) -> i32 {
     report_to_stderr(&stats.sinks);
     for e in &stats.engine_errors {
@@ -130,7 +133,11 @@ pub fn exit_report(stats: &Stats, failed_read: bool) -> i32 {
     }
     if failed_read {
         2
-    } else if stats.decode_errors > 0 || !stats.sink_errors.is_empty() || !stats.engine_errors.is_empty() {
+    } else if stats.decode_errors > 0
+        || !stats.sink_errors.is_empty()
+        || !stats.engine_errors.is_empty()
+        || stats.sinks.iter().any(|s| s.lost_anything())
+    {
         1
     } else {
         0

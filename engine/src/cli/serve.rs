@@ -101,17 +101,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<i32> {
 
 fn openai(args: OpenaiArgs) -> anyhow::Result<i32> {
     let config = args.input.config()?;
-    let pipeline = args.input.pipeline_options(&config)?;
-    let mode = match &args.replay {
-        Some(path) => Mode::Replay(Arc::new(Recording::load(path, pipeline).map_err(anyhow::Error::msg)?)),
-        None => Mode::Live(Box::new(LiveOptions {
-            pipeline,
-            agent_bin: agent_bin(args.cursor_agent.as_deref()),
-            workspace: args.workspace.clone(),
-            budget: Budget::default(),
-            hide_builtin_names: args.hide_builtin_tool_names,
-        })),
-    };
+    let mut pipeline = args.input.pipeline_options(&config)?;
     let env = |var: &str| std::env::var(var).ok().filter(|v| !v.trim().is_empty());
     let allowed_origins = if args.allow_origin.is_empty() {
         AllowedOrigins::parse(&env(ALLOWED_ORIGINS_ENV).unwrap_or_default())
@@ -138,6 +128,20 @@ fn openai(args: OpenaiArgs) -> anyhow::Result<i32> {
     if !allowed_origins.is_empty() {
         crate::say!("toolstream: browser origins allowed: {allowed_origins}");
     }
+    // The server's own key is scrubbed from everything it answers, like the Cursor key.
+    if let Some(key) = key.key() {
+        pipeline.shard.scrubber = pipeline.shard.scrubber.with_known_secret(key);
+    }
+    let mode = match &args.replay {
+        Some(path) => Mode::Replay(Arc::new(Recording::load(path, pipeline).map_err(anyhow::Error::msg)?)),
+        None => Mode::Live(Box::new(LiveOptions {
+            pipeline,
+            agent_bin: agent_bin(args.cursor_agent.as_deref()),
+            workspace: args.workspace.clone(),
+            budget: Budget::default(),
+            hide_builtin_names: args.hide_builtin_tool_names,
+        })),
+    };
     serve(ServerOptions {
         addr: args.addr,
         api_key: key.key().map(str::to_owned),

@@ -22,7 +22,8 @@ use toolstream_schemas::cursor_bubble::{
 };
 use toolstream_schemas::cursor_cli::tool_models::{parse_args, parse_failure, parse_success};
 use toolstream_schemas::{
-    Input, InputEvent, ResultStatus, RunEnd, RunStart, RunStatus, SourcePos, Tool, ToolEvent, ToolKind, ToolResult,
+    CallArgs, CallIdent, Input, InputEvent, ResultStatus, RunEnd, RunStart, RunStatus, SourcePos, Tool, ToolEvent,
+    ToolKind, ToolResult,
 };
 
 use super::open::{CursorDb, CursorDbError};
@@ -348,15 +349,20 @@ impl<'a> Conversation<'a> {
         let model_call_id = tf.model_call_id.clone().filter(|m| !m.is_empty());
         let started_at_ms = tf.additional_data.as_ref().and_then(|a| a.get("startedAtMs")).and_then(time_ms);
         let to_raw = |v: &Value| RawValue::from_string(v.to_string()).ok();
+        // One tree for the start and the completion.
+        let args = CallArgs::from_tree(args).ok().map(Arc::new);
         let make = |result: Option<ToolResult>| ToolEvent {
             call_id: call_id.clone(),
             tool: tool.clone(),
             wire_name: wire_name.clone(),
-            args: to_raw(&args),
+            args: args.clone(),
             result,
             model_call_id: model_call_id.clone(),
             started_at_ms,
             completed_at_ms: None,
+            openai_call: None,
+            reported_call_id: None,
+            call: CallIdent::default(),
             extra: Vec::new(),
         };
         out.push(self.event(Input::ToolStarted(Box::new(make(None)))));
@@ -367,7 +373,7 @@ impl<'a> Conversation<'a> {
             None if !status.is_success() => to_raw(&Value::Object(Map::new())),
             None => None,
         };
-        let result = value.map(|value| ToolResult { status, value, extra: Vec::new() });
+        let result = value.map(|value| ToolResult::new(status, value));
         out.push(self.event(Input::ToolCompleted(Box::new(make(result)))));
     }
 }

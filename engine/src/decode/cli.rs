@@ -7,8 +7,8 @@ use serde_json::value::RawValue;
 use toolstream_schemas::cursor_cli::line::{ContentBlock, Line, MessageBody, ResultObject, Str, ToolCallObject};
 use toolstream_schemas::cursor_cli::tool_models::RESULT_SIBLING_KEYS;
 use toolstream_schemas::{
-    Input, InputEvent, Int, ResultStatus, RunEnd, RunStart, RunStatus, SegmentKind, SourcePos, TokenUsage, Tool,
-    ToolEvent, ToolKind, ToolResult, UnknownFields,
+    CallArgs, CallIdent, Input, InputEvent, Int, ResultStatus, RunEnd, RunStart, RunStatus, SegmentKind, SourcePos,
+    TokenUsage, Tool, ToolEvent, ToolKind, ToolResult, UnknownFields,
 };
 
 use super::raw_object;
@@ -179,11 +179,14 @@ fn tool_event(line: &Line<'_>, raw: &RawValue) -> Result<ToolEvent, String> {
         call_id,
         tool,
         wire_name: key.into_owned(),
-        args: payload.args.map(|a| a.to_owned()),
+        args: payload.args.map(|a| Arc::new(CallArgs::new(a.to_owned()))),
         result,
         model_call_id: line.model_call_id.as_deref().map(str::to_owned),
         started_at_ms: tc.started_at_ms.and_then(Int::as_u64),
         completed_at_ms: tc.completed_at_ms.and_then(Int::as_u64),
+        openai_call: None,
+        reported_call_id: None,
+        call: CallIdent::default(),
         extra,
     })
 }
@@ -213,8 +216,8 @@ fn tool_result(raw: &RawValue) -> Result<ToolResult, serde_json::Error> {
         .map(|(k, v)| (k.to_string(), (*v).to_owned()))
         .collect();
     Ok(match r.arm {
-        Some((k, v)) => ToolResult { status: ResultStatus::from_key(&k), value: v.to_owned(), extra },
-        None => ToolResult { status: ResultStatus::Other("unknown".into()), value: raw.to_owned(), extra },
+        Some((k, v)) => ToolResult::with_extra(ResultStatus::from_key(&k), v.to_owned(), extra),
+        None => ToolResult::with_extra(ResultStatus::Other("unknown".into()), raw.to_owned(), extra),
     })
 }
 

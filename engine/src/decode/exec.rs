@@ -18,14 +18,14 @@ use std::sync::Arc;
 
 use serde_json::value::{to_raw_value, RawValue};
 use serde_json::{json, Value};
-use toolstream_schemas::cursor_exec::to_openai::to_tool_call;
+use toolstream_schemas::cursor_exec::to_openai::{to_tool_call, OpenAiToolCall};
 use toolstream_schemas::cursor_exec::{
     ExecClientMessage, ExecRecordLine, ExecRequest, ExecResult, ExecServerMessage, InteractionUpdate, McpContentItem,
-    Outcome, ShellResult, OPENAI_TOOL_CALL_FIELD,
+    Outcome, ShellResult,
 };
 use toolstream_schemas::{
-    Input, InputEvent, Int, ResultStatus, RunEnd, RunStart, RunStatus, SourcePos, TokenUsage, Tool, ToolEvent,
-    ToolKind, ToolResult,
+    CallArgs, CallIdent, Input, InputEvent, Int, ResultStatus, RunEnd, RunStart, RunStatus, SourcePos, TokenUsage,
+    Tool, ToolEvent, ToolKind, ToolResult,
 };
 
 /// A started exec call, kept until its result.
@@ -34,10 +34,10 @@ struct Started {
     key: String,
     tool: Tool,
     wire_name: String,
-    args: Value,
+    args: Arc<CallArgs>,
     request: ExecRequest,
-    /// The OpenAI tool call it maps to (`OpenAiToolCall::to_json`).
-    openai: Option<Value>,
+    /// The OpenAI tool call it maps to.
+    openai: Option<Arc<OpenAiToolCall>>,
 }
 
 /// Decodes exec recording lines; holds whether a run is open and the calls waiting for results.
@@ -130,22 +130,22 @@ impl ExecDecoder {
     fn request(&mut self, msg: &ExecServerMessage, push: &mut impl FnMut(Input)) -> Result<(), String> {
         let request = msg.request();
         let (tool, wire_name, args) = canonical_args(&request);
+        let args = Arc::new(CallArgs::from_tree(args).map_err(|e| e.to_string())?);
         let key = msg.call_key();
-        let openai = to_tool_call(msg).map(|c| c.to_json());
-        let mut extra = Vec::new();
-        if let Some(call) = &openai {
-            extra.push((OPENAI_TOOL_CALL_FIELD.to_owned(), raw(call)?));
-        }
+        let openai = to_tool_call(msg).map(Arc::new);
         push(Input::ToolStarted(Box::new(ToolEvent {
             call_id: key.clone(),
             tool: tool.clone(),
             wire_name: wire_name.clone(),
-            args: Some(raw(&args)?),
+            args: Some(args.clone()),
             result: None,
             model_call_id: None,
             started_at_ms: None,
             completed_at_ms: None,
-            extra,
+            openai_call: openai.clone(),
+            reported_call_id: None,
+            call: CallIdent::default(),
+            extra: Vec::new(),
         })));
         self.by_id.insert(msg.numeric_id(), key.clone());
         self.started.retain(|s| s.key != key);
@@ -161,21 +161,20 @@ impl ExecDecoder {
         };
         let s = self.started.remove(i);
         let (status, value) = canonical_result(&s.request, msg.result);
-        // The card is built from the completion: it carries the OpenAI tool call too.
-        let extra = match s.openai {
-            Some(call) => vec![(OPENAI_TOOL_CALL_FIELD.to_owned(), raw(&call)?)],
-            None => Vec::new(),
-        };
         push(Input::ToolCompleted(Box::new(ToolEvent {
             call_id: s.key,
             tool: s.tool,
             wire_name: s.wire_name,
-            args: Some(raw(&s.args)?),
-            result: Some(ToolResult { status, value: raw(&value)?, extra: Vec::new() }),
+            args: Some(s.args),
+            result: Some(ToolResult::new(status, raw(&value)?)),
             model_call_id: None,
             started_at_ms: None,
             completed_at_ms: None,
-            extra,
+            // The card is built from the completion: it carries the OpenAI tool call too.
+            openai_call: s.openai,
+            reported_call_id: None,
+            call: CallIdent::default(),
+            extra: Vec::new(),
         })));
         Ok(())
     }
@@ -295,10 +294,10 @@ mod tests {
         assert!(matches!(&events[1], Input::TextDelta { text } if text == "Running it."));
         let Input::ToolStarted(s) = &events[2] else { panic!("{:?}", events[2]) };
         assert_eq!(s.tool, Tool::Known(ToolKind::Shell));
-        assert_eq!(s.extra[0].0, OPENAI_TOOL_CALL_FIELD);
-        let call: Value = serde_json::from_str(s.extra[0].1.get()).unwrap();
-        assert_eq!(call["name"], "bash");
+        assert!(s.extra.is_empty(), "the OpenAI call is a field of its own: {:?}", s.extra);
+        assert_eq!(s.openai_call.as_ref().unwrap().name, "bash");
         let Input::ToolCompleted(c) = &events[3] else { panic!("{:?}", events[3]) };
+        assert_eq!(c.openai_call, s.openai_call);
         let r = c.result.as_ref().unwrap();
         assert_eq!(r.status, ResultStatus::Failure);
         assert_eq!(serde_json::from_str::<Value>(r.value.get()).unwrap()["stderr"], "boom");

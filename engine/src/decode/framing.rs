@@ -1,6 +1,9 @@
 //! NDJSON framing: splits a byte stream into lines with memchr, tracking 1-based line numbers and
 //! byte offsets, stripping `\r` and a leading UTF-8 BOM, and bounding line length so a huge line
-//! costs at most the bound in memory (the rest is skipped and reported, never buffered).
+//! costs at most the bound in memory (the rest is skipped and reported, never buffered); and
+//! rejoins a record that a writer split across lines ([`rejoin`], SPEC §1.1 rule 12).
+
+pub mod rejoin;
 
 use std::io::{self, Read};
 
@@ -10,7 +13,7 @@ pub const DEFAULT_MAX_LINE_BYTES: usize = 16 * 1024 * 1024;
 const CHUNK: usize = 256 * 1024;
 
 /// One framed line.
-#[derive(Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Frame<'a> {
     /// A complete line (without its terminator). May be empty or whitespace.
     Line { line_no: u64, offset: u64, bytes: &'a [u8] },

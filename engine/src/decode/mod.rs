@@ -109,23 +109,17 @@ impl Decoder {
                 if text.trim().is_empty() {
                     return Ok(());
                 }
+                // JavaScript writers put lone UTF-16 surrogates in strings as escapes (`\ud800`),
+                // which serde_json refuses. They become U+FFFD before any field is read, for every
+                // string of every format: a decoder that falls back on a field it cannot read would
+                // otherwise lose that text without a word.
+                let repaired = if has_surrogate_escape(text) { replace_lone_surrogates(text) } else { None };
+                let text = repaired.as_deref().unwrap_or(text);
                 let mark = out.len();
-                match self.decode_text(text, pos, out) {
-                    Ok(()) => Ok(()),
-                    Err(reason) if has_surrogate_escape(text) => {
-                        // JavaScript may write lone UTF-16 surrogates as escapes; decode them as U+FFFD.
-                        out.truncate(mark);
-                        let fixed = replace_lone_surrogates(text);
-                        if fixed == text {
-                            return Err(self.error(line_no, offset, reason));
-                        }
-                        self.decode_text(&fixed, pos, out).map_err(|r| self.error(line_no, offset, r))
-                    }
-                    Err(reason) => {
-                        out.truncate(mark);
-                        Err(self.error(line_no, offset, reason))
-                    }
-                }
+                self.decode_text(text, pos, out).map_err(|reason| {
+                    out.truncate(mark);
+                    self.error(line_no, offset, reason)
+                })
             }
         }
     }
@@ -214,16 +208,20 @@ pub(crate) fn raw_object(fields: &UnknownFields) -> Result<RawJson, String> {
 }
 
 /// Whether `text` has a `\uD800`–`\uDFFF` escape (only then is a surrogate repair worth trying).
+/// Asked of every line: the searcher is built once.
 fn has_surrogate_escape(text: &str) -> bool {
+    static ESCAPE: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
+        std::sync::LazyLock::new(|| memchr::memmem::Finder::new(b"\\u"));
     let b = text.as_bytes();
-    memchr::memmem::find_iter(b, b"\\u").any(|i| {
+    ESCAPE.find_iter(b).any(|i| {
         matches!(b.get(i + 2), Some(b'd' | b'D'))
             && matches!(b.get(i + 3), Some(b'8'..=b'9' | b'a'..=b'f' | b'A'..=b'F'))
     })
 }
 
-/// Replace `\uXXXX` escapes of unpaired UTF-16 surrogates with `\uFFFD`.
-fn replace_lone_surrogates(text: &str) -> String {
+/// `text` with every `\uXXXX` escape of an unpaired UTF-16 surrogate replaced by `\uFFFD`, or
+/// `None` when it has none.
+fn replace_lone_surrogates(text: &str) -> Option<String> {
     let b = text.as_bytes();
     let mut out = String::with_capacity(text.len());
     let mut last = 0;
@@ -262,8 +260,11 @@ fn replace_lone_surrogates(text: &str) -> String {
             i += 6;
         }
     }
+    if last == 0 {
+        return None;
+    }
     out.push_str(&text[last..]);
-    out
+    Some(out)
 }
 
 #[cfg(test)]
@@ -272,10 +273,66 @@ mod tests {
 
     #[test]
     fn lone_surrogates_become_replacement_chars() {
-        assert_eq!(replace_lone_surrogates(r#"{"t":"a\ud800b"}"#), r#"{"t":"a\uFFFDb"}"#);
-        assert_eq!(replace_lone_surrogates(r#"{"t":"\udc00"}"#), r#"{"t":"\uFFFD"}"#);
-        assert_eq!(replace_lone_surrogates(r#"{"t":"\ud83d\ude00"}"#), r#"{"t":"\ud83d\ude00"}"#);
-        assert_eq!(replace_lone_surrogates(r#"{"t":"\\ud800"}"#), r#"{"t":"\\ud800"}"#);
+        let fixed = |s: &str| replace_lone_surrogates(s);
+        assert_eq!(fixed(r#"{"t":"a\ud800b"}"#).as_deref(), Some(r#"{"t":"a\uFFFDb"}"#));
+        assert_eq!(fixed(r#"{"t":"\udc00"}"#).as_deref(), Some(r#"{"t":"\uFFFD"}"#));
+        assert_eq!(fixed(r#"{"t":"\ud800\ud800\udc00"}"#).as_deref(), Some(r#"{"t":"\uFFFD\ud800\udc00"}"#));
+        assert_eq!(fixed(r#"{"t":"\ud83d\ude00"}"#), None, "a pair is a character");
+        assert_eq!(fixed(r#"{"t":"\\ud800"}"#), None, "an escaped backslash, then text");
+    }
+
+    /// Every place a line carries text, `@` standing for the text.
+    const TEXT_PLACES: &[&str] = &[
+        r#"{"type":"system","subtype":"init","cwd":"/w/@","session_id":"s","model":"M@"}"#,
+        r#"{"type":"user","message":{"role":"user","content":[{"type":"text","text":"@"}]},"session_id":"s"}"#,
+        r#"{"type":"thinking","subtype":"delta","text":"@","session_id":"s","timestamp_ms":1}"#,
+        r#"{"type":"assistant","message":{"role":"assistant","content":[{"type":"text","text":"@"}]},"session_id":"s","timestamp_ms":2}"#,
+        r#"{"type":"assistant","message":{"role":"assistant","content":[{"type":"text","text":"@"}]},"session_id":"s","model_call_id":"m"}"#,
+        r#"{"type":"assistant","message":{"role":"assistant","content":[{"type":"text","text":"@"}]},"session_id":"s"}"#,
+        r#"{"type":"tool_call","subtype":"started","call_id":"c@","tool_call":{"shellToolCall":{"args":{"command":"echo @"}}},"session_id":"s"}"#,
+        r#"{"type":"tool_call","subtype":"completed","call_id":"c","tool_call":{"shellToolCall":{"args":{"command":"x"},"result":{"success":{"stdout":"@","exitCode":0}}}},"session_id":"s"}"#,
+        r#"{"type":"tool_call","subtype":"completed","call_id":"c","tool_call":{"shellToolCall":{"args":{"command":"x"},"result":{"failure":{"stderr":"@","exitCode":1}}}},"session_id":"s"}"#,
+        r#"{"type":"tool_call","subtype":"completed","call_id":"c","tool_call":{"readToolCall":{"args":{"path":"/w/@"},"result":{"success":{"content":"@"}}}},"session_id":"s"}"#,
+        r#"{"type":"tool_call","subtype":"completed","call_id":"c","tool_call":{"mcpToolCall":{"args":{"toolName":"t@","args":{"q":"@"}},"result":{"success":{"content":[{"text":{"text":"@"}}]}}}},"session_id":"s"}"#,
+        r#"{"type":"tool_call","subtype":"completed","call_id":"c","tool_call":{"editToolCall":{"args":{"path":"p"},"result":{"rejected":{"reason":"@"}}}},"session_id":"s"}"#,
+        r#"{"type":"result","subtype":"success","is_error":false,"result":"@","session_id":"s"}"#,
+        r#"{"type":"result","subtype":"error","is_error":true,"result":"@","session_id":"s"}"#,
+        r#"{"type":"system","subtype":"task_notification","task_id":"t","status":"done","title":"@","session_id":"s"}"#,
+        r#"{"type":"thinking","subtype":"completed","unknown":"@","session_id":"s"}"#,
+        r#"{"type":"thinking","subtype":"delta","text":"x","session_id":"s@"}"#,
+        r#"{"at_ms":1,"start":{"session_id":"s","cwd":"/w","model":"m","prompt":"@"}}"#,
+        r#"{"at_ms":1,"delta":{"type":"text-delta","text":"@"}}"#,
+        r#"{"at_ms":1,"delta":{"type":"tool-call-completed","callId":"c","toolCall":{"type":"shell","args":{"command":"@"},"result":{"status":"success","value":{"stdout":"@"}}}}}"#,
+        r#"{"atMs":1,"interactionUpdate":{"textDelta":{"text":"@"}}}"#,
+        r#"{"atMs":1,"execClientMessage":{"id":1,"execId":"e","shellResult":{"success":{"command":"x","exitCode":0,"stdout":"@","stderr":""}}}}"#,
+    ];
+
+    /// The events of `line` (as Debug), decoded after a line of the same format (`place` with
+    /// plain text), as in a stream: the format is known by then.
+    fn decoded(place: &str, text: &str) -> String {
+        let mut d = Decoder::new("t", None);
+        let mut out = Vec::new();
+        let plain = place.replace('@', "plain");
+        d.decode_frame(Frame::Line { line_no: 1, offset: 0, bytes: plain.as_bytes() }, &mut out).unwrap();
+        out.clear();
+        let line = place.replace('@', text);
+        let frame = Frame::Line { line_no: 2, offset: 0, bytes: line.as_bytes() };
+        d.decode_frame(frame, &mut out).unwrap_or_else(|e| panic!("{line}: {e}"));
+        format!("{out:?}")
+    }
+
+    #[test]
+    fn a_lone_surrogate_is_a_replacement_character_in_every_place_a_line_carries_text() {
+        for place in TEXT_PLACES {
+            let lone = decoded(place, r"a\ud800b");
+            let replaced = decoded(place, r"a\uFFFDb");
+            assert_eq!(lone, replaced, "{place}");
+            assert!(lone.contains('\u{fffd}') || lone.contains(r"\uFFFD"), "{place}: the text is there: {lone}");
+            // A lone low surrogate is replaced too; a pair is one character, untouched.
+            assert_eq!(decoded(place, r"a\udc00b"), replaced, "{place}");
+            let pair = decoded(place, r"a\ud83d\ude00b");
+            assert!(pair.contains('😀') || pair.contains(r"\ud83d\ude00"), "{place}: {pair}");
+        }
     }
 
     #[test]

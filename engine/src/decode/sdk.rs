@@ -12,8 +12,8 @@ use toolstream_schemas::cursor_sdk::{
     ToolCallUpdate,
 };
 use toolstream_schemas::{
-    Input, InputEvent, Int, ResultStatus, RunEnd, RunStart, RunStatus, SegmentKind, SourcePos, Tool, ToolEvent,
-    ToolKind, ToolResult,
+    CallArgs, CallIdent, Input, InputEvent, Int, ResultStatus, RunEnd, RunStart, RunStatus, SegmentKind, SourcePos,
+    Tool, ToolEvent, ToolKind, ToolResult,
 };
 
 /// Decodes SDK recording lines. Holds the session of the latest `start` record and the started
@@ -178,14 +178,15 @@ fn tool_event(call_id: String, model_call_id: Option<String>, tc: SdkToolCall) -
         let name = tc.args.as_ref().and_then(|a| a.get("toolName").or_else(|| a.get("tool_name")));
         tool = tool.reclassified_for_mcp(name.and_then(Value::as_str));
     }
-    let args = tc.args.as_ref().map(raw_of).transpose()?;
+    // The decoder read the args as a tree already: the stages read that one.
+    let args = tc.args.map(CallArgs::from_tree).transpose().map_err(|e| e.to_string())?.map(Arc::new);
     let result = match tc.result {
         None => None,
-        Some(r) if r.is_success() => Some(ToolResult {
-            status: ResultStatus::Success,
-            value: raw_of(r.value.as_ref().unwrap_or(&Value::Null))?,
-            extra: to_unknown(r.extra)?,
-        }),
+        Some(r) if r.is_success() => Some(ToolResult::with_extra(
+            ResultStatus::Success,
+            raw_of(r.value.as_ref().unwrap_or(&Value::Null))?,
+            to_unknown(r.extra)?,
+        )),
         Some(r) => {
             let value = match &r.error {
                 Some(Value::Object(o)) => Value::Object(o.clone()),
@@ -195,7 +196,7 @@ fn tool_event(call_id: String, model_call_id: Option<String>, tc: SdkToolCall) -
                 Some("error") | None => ResultStatus::Error,
                 Some(other) => ResultStatus::from_key(other),
             };
-            Some(ToolResult { status, value: raw_of(&value)?, extra: to_unknown(r.extra)? })
+            Some(ToolResult::with_extra(status, raw_of(&value)?, to_unknown(r.extra)?))
         }
     };
     Ok(ToolEvent {
@@ -207,6 +208,9 @@ fn tool_event(call_id: String, model_call_id: Option<String>, tc: SdkToolCall) -
         model_call_id,
         started_at_ms: None,
         completed_at_ms: None,
+        openai_call: None,
+        reported_call_id: None,
+        call: CallIdent::default(),
         extra: to_unknown(tc.extra)?,
     })
 }

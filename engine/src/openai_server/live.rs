@@ -173,6 +173,7 @@ pub fn start(
         mcp: bridge.as_ref().map(|b| b.server().clone()),
         prompt: flat.prompt,
     };
+    let bridge_token = bridge.as_ref().and_then(|b| b.token()).map(str::to_owned);
     let (source, agent) = cursor_agent::spawn(&cmd)?;
     let shared = Arc::new(Mutex::new(Shared {
         encoder: SseEncoder::new(Naming::default()),
@@ -184,6 +185,10 @@ pub fn start(
     }));
     let mut popts = opts.pipeline.clone();
     popts.shards = 1;
+    if let Some(token) = &bridge_token {
+        popts.shard.scrubber = popts.shard.scrubber.with_known_secret(token.as_str());
+    }
+    let scrubber = popts.shard.scrubber.clone();
     let sink = Forward { shared: shared.clone() };
     let mut pipeline = match Pipeline::new(popts, vec![Box::new(sink)]) {
         Ok(p) => p,
@@ -220,7 +225,8 @@ pub fn start(
                 if !s.outlet.over {
                     let failure = thread_agent.failure().or_else(|| result.err().map(|e| e.to_string()));
                     let message = failure.unwrap_or_else(|| "cursor-agent ended without ending its answer".into());
-                    let body = super::error::ApiError::server(message).body();
+                    // cursor-agent's stderr, like every output, is scrubbed (SPEC §8).
+                    let body = super::error::ApiError::server(scrubber.scrub(&message).into_owned()).body();
                     let Shared { outlet, agent, .. } = &mut *s;
                     outlet.send(vec![SseEvent::Error(body), SseEvent::Done { tool_call_ids: Vec::new() }], agent);
                 }

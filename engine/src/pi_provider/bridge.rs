@@ -20,9 +20,9 @@ use crate::bridge_server::{BridgeEvent, BridgeServer, BridgeServerOptions, Bridg
 
 /// The name of the bridge in cursor-agent's MCP configuration: Cursor reports calls to it with
 /// this `providerIdentifier`, and their tool names start with `pi__`.
-pub const SERVER_NAME: &str = "pi-tools";
-/// The prefix of every bridged MCP tool name (SPEC §7).
-pub const MCP_PREFIX: &str = "pi__";
+pub const MCP_CONFIG_SERVER_NAME: &str = "pi-tools";
+/// The prefix of every bridged MCP tool name (SPEC §7), declared with the exposure rules.
+pub use toolstream_actors::bridge::exposure::MCP_PREFIX;
 
 /// A pi tool call Cursor asked for.
 #[derive(Clone, Debug, PartialEq)]
@@ -124,7 +124,7 @@ impl ProviderBridge {
             .map_err(|e| format!("cannot start the pi tool bridge: {e}"))?;
         match ready.recv() {
             Ok(Ok(Some(url))) => Ok(Some(ProviderBridge {
-                server: McpServer { name: SERVER_NAME.to_owned(), url },
+                server: McpServer { name: MCP_CONFIG_SERVER_NAME.to_owned(), url },
                 commands,
                 thread: Some(thread),
             })),
@@ -145,6 +145,13 @@ impl ProviderBridge {
         &self.server
     }
 
+    /// The route's token: a secret the scrubber must know exactly (SPEC §8 rule 1), since it is
+    /// the whole capability to call pi's tools.
+    pub fn token(&self) -> Option<&str> {
+        let path = self.server.url.find(crate::bridge_server::PATH_PREFIX).map(|at| &self.server.url[at..])?;
+        crate::bridge_server::token_of(path)
+    }
+
     /// pi's result for bridged call `id`.
     pub fn result(&self, id: &str, content: Vec<Value>, is_error: bool) {
         let _ = self.commands.send(Command::Result { id: id.to_owned(), content, is_error });
@@ -163,4 +170,25 @@ impl Drop for ProviderBridge {
 /// Whether a call id is a bridged pi tool call (not a replay).
 pub fn is_bridge_id(id: &str) -> bool {
     id.starts_with("cursor-pi-bridge-")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bridge_server::route_path;
+    use toolstream_actors::present::scrub::Scrubber;
+
+    #[test]
+    fn the_routes_token_is_a_known_secret_of_the_runs_scrubber() {
+        let tools = [serde_json::json!({"name": "lookup", "description": "find", "parameters": {"type": "object"}})];
+        let bridge = ProviderBridge::start_with(&tools, BridgeSettings::default(), |_| {}).unwrap().unwrap();
+        let token = bridge.token().unwrap().to_owned();
+        assert!(token.len() == 32 && token.bytes().all(|b| b.is_ascii_hexdigit()), "{token}");
+        assert!(bridge.server().url.ends_with(&route_path(&token)));
+        // What the provider and the OpenAI server do with it: gone from every output, the
+        // assistant's own text included.
+        let scrubber = Scrubber::default().with_known_secret(token.as_str());
+        let said = format!("the bridge token is {token}");
+        assert_eq!(scrubber.scrub_known(&said), "the bridge token is [redacted]");
+    }
 }

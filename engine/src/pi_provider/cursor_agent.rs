@@ -166,7 +166,8 @@ impl AgentProcess {
             return None;
         }
         let message = failure_message(&status_text(status), &self.stderr_text());
-        tracing::debug!("{message}");
+        // Its stderr is logged where it is scrubbed (the pipeline), not here.
+        tracing::debug!("cursor-agent exited with {}", status_text(status));
         if let Ok(mut f) = self.failure.lock() {
             *f = Some(message.clone());
         }

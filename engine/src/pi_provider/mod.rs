@@ -47,13 +47,12 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use toolstream_actors::present::scrub::Scrubber;
 use toolstream_sinks::jsonl_trace::JsonlTraceSink;
-use toolstream_sinks::otel::config::DEFAULT_FLUSH_TIMEOUT;
 use toolstream_sinks::pi_events::failed_message_steps;
 use toolstream_sinks::Sink;
 
 use crate::config::Config;
 use crate::conversation;
-use crate::pipeline::{Canceller, Pipeline, PipelineError, PipelineOptions};
+use crate::pipeline::{Canceller, Pipeline, PipelineError, PipelineOptions, END_WAIT};
 use crate::sinks::{keeps_recorded, report_to_stderr, SinkContext, SinkPlan, SinkSpec};
 use crate::source::Source;
 use bridge::ProviderBridge;
@@ -114,7 +113,6 @@ pub fn serve(opts: ProviderOptions) -> i32 {
         provider_sink.hide_bridged_cards();
     }
     let provider: Box<dyn Sink> = Box::new(provider_sink);
-    let provider = if opts.compact { crate::compact_stage::CompactShellResults::wrap(provider) } else { provider };
     let mut sinks: Vec<Box<dyn Sink>> = vec![provider];
     if opts.config.trace_enabled.value {
         let path = &opts.config.trace_file.value;
@@ -124,12 +122,17 @@ pub fn serve(opts: ProviderOptions) -> i32 {
         }
     }
     let mut plans: Vec<SinkPlan> = sinks.into_iter().map(SinkPlan::ready).collect();
-    let ctx = SinkContext::headless(opts.config.trace_limit_bytes.value, opts.compact);
+    let ctx = SinkContext::headless(opts.config.trace_limit_bytes.value);
     plans.extend(opts.sinks.iter().map(|spec| spec.plan(&ctx, opts.config.when_full(spec.kind))));
     let user_sinks: Vec<String> = opts.sinks.iter().map(SinkSpec::label).collect();
     let mut popts = opts.pipeline;
     popts.shards = 1;
     popts.shard.keep_recorded = keeps_recorded(&opts.sinks);
+    if let Some(token) = bridge.as_ref().and_then(|b| b.token()) {
+        popts.shard.scrubber = popts.shard.scrubber.with_known_secret(token);
+    }
+    // `--compact`: what pi's model reads is compacted (SPEC §10).
+    popts.shard.compact.model = opts.compact;
     let mcp = bridge.as_ref().map(|b| b.server().clone());
     let (source, agent) = match open_source(&request, opts.cursor_agent.clone(), mcp) {
         Ok(s) => s,
@@ -175,6 +178,7 @@ pub fn serve(opts: ProviderOptions) -> i32 {
     }
     // What the user's sinks dropped or lost (the provider's own failures are said above).
     report_to_stderr(stats.sinks.iter().filter(|s| user_sinks.contains(&s.sink)));
+    let sinks_lost = stats.sinks.iter().any(|s| user_sinks.contains(&s.sink) && s.lost_anything());
     if stats.decode_errors > 0 {
         crate::say!("toolstream: {} line(s) could not be decoded ({} lines read)", stats.decode_errors, stats.lines);
     }
@@ -193,7 +197,11 @@ pub fn serve(opts: ProviderOptions) -> i32 {
         return fail(&gate, &scrubber, &model, &msg, 1);
     }
     gate.end_input();
-    exit_code(&gate.wait())
+    match exit_code(&gate.wait()) {
+        // The run reached pi, but a sink of the user's lost some of it.
+        0 if sinks_lost => 1,
+        code => code,
+    }
 }
 
 fn exit_code(outcome: &Outcome) -> i32 {
@@ -318,7 +326,7 @@ impl Stopper {
             }
         }
         let _ = io::stdout().flush();
-        std::process::exit(130)
+        crate::cli::exit(130)
     }
 }
 
@@ -339,16 +347,16 @@ impl Stopper {
         }
         let _ = io::stdout().flush();
         let reason = self.gate.last_reason();
-        std::process::exit(exit_code(&Outcome::Finished { last_reason: reason }))
+        crate::cli::exit(exit_code(&Outcome::Finished { last_reason: reason }))
     }
 }
 
 /// How long the engine may take to wind down after the run's last message once the client left.
 const FINISH_GRACE: Duration = Duration::from_secs(2);
-/// The same with the user's sinks: an OTLP sink's final checkpoint waits up to
-/// `toolstream_sinks::otel::config::DEFAULT_FLUSH_TIMEOUT` (4 s) for its collector, and the pi
-/// extension kills the process group 5 s after it let go of the run.
-const FINISH_GRACE_WITH_SINKS: Duration = DEFAULT_FLUSH_TIMEOUT.saturating_add(Duration::from_millis(500));
+/// The same with the user's sinks: the engine's end-of-run wait ([`END_WAIT`], 4 s: an OTLP
+/// sink's final checkpoint waits for its collector within it), and the pi extension kills the
+/// process group 5 s after it let go of the run.
+const FINISH_GRACE_WITH_SINKS: Duration = END_WAIT.saturating_add(Duration::from_millis(500));
 
 /// The input after the request: tool results and `abort`.
 fn control(mut input: impl BufRead, stop: &Stopper) {

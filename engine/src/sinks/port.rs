@@ -10,13 +10,13 @@
 //! one stuck sink cannot keep the others from their final flush.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
-use crossbeam_channel::{bounded, SendTimeoutError, Sender, TrySendError};
+use crossbeam_channel::{bounded, Receiver, SendTimeoutError, Sender, TrySendError};
 use serde::Serialize;
 use toolstream_schemas::OutputEvent;
-use toolstream_sinks::SinkLoss;
+use toolstream_sinks::{LossProbe, SinkLoss};
 
 use super::thread::SinkMsg;
 
@@ -71,6 +71,34 @@ pub struct Counters {
     pub written: AtomicU64,
     /// A `block` sink that stayed full through the shutdown grace period.
     pub abandoned: AtomicBool,
+    /// How to read what the sink lost after accepting events (set once it opened, if it can lose
+    /// any): read from here, it counts whatever state the sink's thread is in.
+    pub probe: ProbeSlot,
+    /// Its reader went away (a broken pipe): what it did not write is no loss.
+    pub closed: AtomicBool,
+    /// It was still busy when the engine stopped waiting for it.
+    pub stuck: AtomicBool,
+}
+
+/// A sink's [`LossProbe`], once it opened.
+#[derive(Default)]
+pub struct ProbeSlot(OnceLock<LossProbe>);
+
+impl ProbeSlot {
+    pub fn set(&self, probe: LossProbe) {
+        let _ = self.0.set(probe);
+    }
+
+    /// What the sink lost so far, if it can lose anything.
+    pub fn read(&self) -> Option<SinkLoss> {
+        self.0.get().and_then(|p| p())
+    }
+}
+
+impl std::fmt::Debug for ProbeSlot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.get().is_some() { "ProbeSlot(set)" } else { "ProbeSlot(none)" })
+    }
 }
 
 /// The fan-out's end of one sink: its queue, its policy, its counters.
@@ -125,19 +153,50 @@ impl SinkPort {
         }
     }
 
-    /// Ask the sink to make what it has complete (a checkpoint), waiting at most the grace period
-    /// for room and for its answer. Whether it answered.
-    fn checkpoint(&self, grace: Duration) -> bool {
+    /// Whether its waits at the end are bounded: a `drop_newest` sink, or one abandoned already.
+    /// A `block` sink is waited for as long as it takes (it is documented to block).
+    pub fn bounded_wait(&self) -> bool {
+        self.when_full == WhenFull::DropNewest || self.counters.abandoned.load(Ordering::Relaxed)
+    }
+
+    /// Queue `msg` for the sink: waiting for room until `deadline` when `bounded`, else as long as
+    /// it takes. Whether it was queued.
+    pub fn send_by(&self, msg: SinkMsg, bounded: bool, deadline: Instant) -> bool {
+        if bounded {
+            self.queue.send_deadline(msg, deadline).is_ok()
+        } else {
+            self.queue.send(msg).is_ok()
+        }
+    }
+
+    /// Ask the sink for a checkpoint (make what it has complete); the answer comes on the
+    /// receiver (`None`: it could not even be asked by `deadline`).
+    fn ask_checkpoint(&self, bounded_wait: bool, deadline: Instant) -> Option<Receiver<()>> {
         if self.counters.abandoned.load(Ordering::Relaxed) {
-            return false;
+            return None;
         }
         let (tx, rx) = bounded(1);
-        let sent = match self.when_full {
-            WhenFull::DropNewest => self.queue.try_send(SinkMsg::Flush(tx)).is_ok(),
-            WhenFull::Block => self.queue.send_timeout(SinkMsg::Flush(tx), grace).is_ok(),
-        };
-        sent && rx.recv_timeout(grace).is_ok()
+        self.send_by(SinkMsg::Flush(tx), bounded_wait, deadline).then_some(rx)
     }
+}
+
+/// Checkpoint every port at once and wait for their answers: the ports `bounded` says are
+/// bounded until `deadline` (one deadline for all, not one per sink), the others as long as they
+/// take. The ports that did not answer.
+fn checkpoint_together(ports: &[SinkPort], bounded: impl Fn(&SinkPort) -> bool, deadline: Instant) -> Vec<&SinkPort> {
+    let mut ports: Vec<(&SinkPort, bool)> = ports.iter().map(|p| (p, bounded(p))).collect();
+    // The bounded ones are asked first: asking a `block` sink may wait for room in its queue.
+    ports.sort_by_key(|&(_, bounded)| !bounded);
+    let asked: Vec<_> = ports.into_iter().map(|(p, b)| (p, b, p.ask_checkpoint(b, deadline))).collect();
+    asked
+        .into_iter()
+        .filter(|(_, bounded, answer)| match answer {
+            Some(rx) if *bounded => rx.recv_deadline(deadline).is_err(),
+            Some(rx) => rx.recv().is_err(),
+            None => true,
+        })
+        .map(|(p, _, _)| p)
+        .collect()
 }
 
 /// Whether the pipeline is shutting down, and how long a sink may hold that up.
@@ -213,29 +272,17 @@ impl SinkSet {
     }
 
     /// Wait until every sink has handled what it was given (at the end, so what each dropped is
-    /// final): as long as it takes for a `block` sink, at most the grace period for a
-    /// `drop_newest` or abandoned one.
-    pub fn drain_all(&self) {
-        for port in &self.ports {
-            let bounded_wait =
-                port.when_full == WhenFull::DropNewest || port.counters.abandoned.load(Ordering::Relaxed);
-            if bounded_wait {
-                port.checkpoint(self.shutdown.grace);
-                continue;
-            }
-            let (tx, rx) = bounded(1);
-            if port.queue.send(SinkMsg::Flush(tx)).is_ok() {
-                let _ = rx.recv();
-            }
+    /// final): as long as it takes for a `block` sink, until `deadline` for the others.
+    pub fn drain_all(&self, deadline: Instant) {
+        for port in checkpoint_together(&self.ports, SinkPort::bounded_wait, deadline) {
+            tracing::debug!(sink = %port.label, "sink did not answer its checkpoint by the end-of-run deadline");
         }
     }
 
-    /// Checkpoint every sink (Ctrl-C), each bounded by the grace period.
-    pub fn checkpoint_all(&self) {
-        for port in &self.ports {
-            if !port.checkpoint(self.shutdown.grace) {
-                tracing::debug!(sink = %port.label, "sink did not answer its final checkpoint in time");
-            }
+    /// Checkpoint every sink (Ctrl-C), all of them by `deadline`.
+    pub fn checkpoint_all(&self, deadline: Instant) {
+        for port in checkpoint_together(&self.ports, |_| true, deadline) {
+            tracing::debug!(sink = %port.label, "sink did not answer its final checkpoint in time");
         }
     }
 
@@ -256,8 +303,9 @@ impl SinkSet {
                     dropped: offered.saturating_sub(written),
                     dropped_queue_full: c.dropped.load(Ordering::Relaxed),
                     error: None,
-                    stuck: c.abandoned.load(Ordering::Relaxed),
-                    lost: None,
+                    stuck: c.abandoned.load(Ordering::Relaxed) || c.stuck.load(Ordering::Relaxed),
+                    closed: c.closed.load(Ordering::Relaxed),
+                    lost: c.probe.read(),
                 }
             })
             .collect()
@@ -282,6 +330,8 @@ pub struct SinkSummary {
     pub error: Option<String>,
     /// It was still busy (blocked) when the engine stopped waiting for it.
     pub stuck: bool,
+    /// Its reader went away (a broken pipe: `| head`): what it did not write is not a loss.
+    pub closed: bool,
     /// What it lost after accepting events (spans a collector never got): `(count, unit, why)`.
     #[serde(skip_serializing_if = "Option::is_none", serialize_with = "loss_json")]
     pub lost: Option<SinkLoss>,
@@ -306,11 +356,22 @@ pub fn report_to_stderr<'a>(sinks: impl IntoIterator<Item = &'a SinkSummary>) {
 }
 
 impl SinkSummary {
+    /// Whether the sink lost anything (the exit status says so): it failed, did not deliver what it
+    /// accepted, dropped events (a full `drop_newest` queue, say), or was still busy when the engine
+    /// stopped waiting. A sink whose reader went away (`| head`) lost nothing.
+    pub fn lost_anything(&self) -> bool {
+        !self.closed && (self.dropped > 0 || self.error.is_some() || self.lost.is_some() || self.stuck)
+    }
+
     /// The one exit-summary line about this sink, or `None` when it got everything.
     pub fn report_line(&self) -> Option<String> {
         let lost = self.lost.as_ref().map(|l| format!("{} {} not delivered ({})", thousands(l.count), l.unit, l.why));
         if self.dropped == 0 && self.error.is_none() {
-            return lost.map(|l| format!("sink {}: {l}", self.sink));
+            return match (lost, self.stuck) {
+                (Some(l), _) => Some(format!("sink {}: {l}", self.sink)),
+                (None, true) => Some(format!("sink {}: still busy at exit", self.sink)),
+                (None, false) => None,
+            };
         }
         let line = self.event_report_line();
         Some(match lost {
@@ -332,7 +393,13 @@ impl SinkSummary {
         }
         let rest = self.dropped - self.dropped_queue_full.min(self.dropped);
         if rest > 0 && self.error.is_none() {
-            let what = if self.stuck { "still blocked at exit" } else { "not written" };
+            let what = if self.closed {
+                "its reader went away"
+            } else if self.stuck {
+                "still blocked at exit"
+            } else {
+                "not written"
+            };
             why.push(if why.is_empty() { what.to_owned() } else { format!("{} {what}", thousands(rest)) });
         }
         match &self.error {
@@ -405,6 +472,48 @@ mod tests {
         let s = &set.summaries()[0];
         assert!(s.stuck);
         assert_eq!((s.offered, s.dropped_queue_full), (7, 6));
+    }
+
+    fn summary() -> SinkSummary {
+        SinkSummary {
+            sink: "jsonl=t".into(),
+            when_full: WhenFull::DropNewest,
+            offered: 10,
+            written: 10,
+            dropped: 0,
+            dropped_queue_full: 0,
+            error: None,
+            stuck: false,
+            closed: false,
+            lost: None,
+        }
+    }
+
+    #[test]
+    fn every_kind_of_loss_is_a_line_and_a_loss_and_a_reader_that_left_is_neither() {
+        let all = summary();
+        assert!(all.report_line().is_none() && !all.lost_anything());
+        let dropped = SinkSummary { written: 7, dropped: 3, dropped_queue_full: 3, ..summary() };
+        assert_eq!(dropped.report_line().as_deref(), Some("sink jsonl=t: 3 events dropped (queue full)"));
+        assert!(dropped.lost_anything());
+        let failed = SinkSummary { error: Some("disk full".into()), ..summary() };
+        assert_eq!(failed.report_line().as_deref(), Some("sink jsonl=t failed: disk full"));
+        assert!(failed.lost_anything());
+        let undelivered = SinkSummary {
+            lost: Some(SinkLoss { count: 8, unit: "spans", why: "8 still queued at exit".into() }),
+            ..summary()
+        };
+        assert_eq!(
+            undelivered.report_line().as_deref(),
+            Some("sink jsonl=t: 8 spans not delivered (8 still queued at exit)")
+        );
+        assert!(undelivered.lost_anything());
+        let busy = SinkSummary { stuck: true, ..summary() };
+        assert_eq!(busy.report_line().as_deref(), Some("sink jsonl=t: still busy at exit"));
+        assert!(busy.lost_anything());
+        let left = SinkSummary { written: 4, dropped: 6, closed: true, ..summary() };
+        assert_eq!(left.report_line().as_deref(), Some("sink jsonl=t: 6 events dropped (its reader went away)"));
+        assert!(!left.lost_anything(), "`| head` is not a loss");
     }
 
     #[test]

@@ -21,7 +21,6 @@ use toolstream_sinks::{Sink, SinkError};
 
 use super::port::WhenFull;
 use super::thread::{OpenSink, SinkPlan};
-use crate::compact_stage::CompactShellResults;
 
 /// The kinds of sink, one row each.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -81,14 +80,17 @@ pub const KINDS: &[KindInfo] = &[
         name: "pi-session",
         arg: Arg::Required("PATH"),
         when_full: WhenFull::Block,
-        help: "one pi session file (format v3) for every run: open it with `pi --session PATH`",
+        help: "one pi session file (format v3) for every run, written whole and renamed into place: open it \
+               with `pi --session PATH`",
     },
     KindInfo {
         kind: SinkKind::PiSessions,
         name: "pi-sessions",
         arg: Arg::Optional("DIR"),
         when_full: WhenFull::Block,
-        help: "one pi session per Cursor chat, named and placed as pi names its own (default: pi's sessions folder)",
+        help: "one pi session per Cursor chat, named as pi names its own, in DIR or by default in pi's \
+               sessions folder for the chat's working directory, so `pi -r` lists them; an existing file is \
+               left alone unless --force",
     },
     KindInfo {
         kind: SinkKind::CursorDb,
@@ -141,17 +143,40 @@ impl SinkKind {
     }
 }
 
-/// The list of sinks for messages and `--help`: `cards, jsonl=PATH, pi-session=PATH`.
+/// The list of sinks for messages: `cards, jsonl=PATH, pi-session=PATH`.
 pub fn available() -> String {
-    KINDS
-        .iter()
-        .map(|k| match k.arg {
-            Arg::Required(arg) => format!("{}={arg}", k.name),
-            Arg::Optional(arg) => format!("{}[={arg}]", k.name),
-            Arg::None => k.name.to_owned(),
-        })
-        .collect::<Vec<_>>()
-        .join(", ")
+    KINDS.iter().map(KindInfo::usage).collect::<Vec<_>>().join(", ")
+}
+
+impl KindInfo {
+    /// How it is written on the command line: `cards`, `jsonl=PATH`, `otlp[=URL]`.
+    pub fn usage(&self) -> String {
+        match self.arg {
+            Arg::Required(arg) => format!("{}={arg}", self.name),
+            Arg::Optional(arg) => format!("{}[={arg}]", self.name),
+            Arg::None => self.name.to_owned(),
+        }
+    }
+}
+
+/// The long `--sink` help of a command, generated from the registry: `lead`, then one line per
+/// kind (except those in `skip`) with what it does and its `when_full` default and setting.
+pub fn sinks_help(lead: &str, skip: &[SinkKind]) -> String {
+    let mut out = lead.to_owned();
+    for k in KINDS.iter().filter(|k| !skip.contains(&k.kind)) {
+        out.push_str(&format!(
+            "\n  {}: {} (when full: {}; setting `{}_when_full`)",
+            k.usage(),
+            k.help,
+            k.when_full.as_str(),
+            k.kind.setting_stem()
+        ));
+    }
+    out.push_str(
+        "\nAppend `,when_full=block` (wait for a full sink) or `,when_full=drop_newest` (drop and count \
+         what it cannot take) to a sink to choose for it alone.",
+    );
+    out
 }
 
 /// A sink as the user named it.
@@ -238,30 +263,24 @@ pub fn keeps_recorded(specs: &[SinkSpec]) -> bool {
 pub struct SinkContext {
     pub cards: CardsOptions,
     pub trace_limit_bytes: u64,
-    /// `pi-sessions`: overwrite session files that exist (`--force`).
+    /// `pi-session`, `pi-sessions`: replace session files that exist (`--force`).
     pub overwrite_sessions: bool,
     /// `cursor-db`: the database the run reads (`--from-cursor-db`), never written.
     pub reading_db: Option<PathBuf>,
     /// `cursor-db`: the user said Cursor is closed, so its own `state.vscdb` may be written.
     pub allow_cursor_state_db: bool,
-    /// `--compact`: shell results reach the pi sinks (what pi's model reads) compacted.
-    pub compact_model_results: bool,
-    /// `--compact-cards`: the terminal cards show compacted shell results too.
-    pub compact_cards: bool,
 }
 
 impl SinkContext {
     /// For a command with no terminal of its own (pi-provider, bench): default cards, no database
-    /// being read, existing pi sessions left alone; `compact` compacts what the pi sinks get.
-    pub fn headless(trace_limit_bytes: u64, compact: bool) -> SinkContext {
+    /// being read, existing pi session files never replaced.
+    pub fn headless(trace_limit_bytes: u64) -> SinkContext {
         SinkContext {
             cards: CardsOptions::default(),
             trace_limit_bytes,
             overwrite_sessions: false,
             reading_db: None,
             allow_cursor_state_db: false,
-            compact_model_results: compact,
-            compact_cards: false,
         }
     }
 }
@@ -287,13 +306,16 @@ impl SinkSpec {
                     Ok(Box::new(sink) as Box<dyn Sink>)
                 })
             }
-            SinkKind::PiSession => Box::new(move || {
-                let sink = PiSessionSink::create(&path).map_err(|source| SinkError::Other {
-                    sink: "pi-session",
-                    message: format!("cannot write pi session {}: {source}", path.display()),
-                })?;
-                Ok(Box::new(sink) as Box<dyn Sink>)
-            }),
+            SinkKind::PiSession => {
+                let overwrite = ctx.overwrite_sessions;
+                Box::new(move || {
+                    let sink = PiSessionSink::create(&path, overwrite).map_err(|source| SinkError::Other {
+                        sink: "pi-session",
+                        message: format!("cannot write pi session {}: {source}", path.display()),
+                    })?;
+                    Ok(Box::new(sink) as Box<dyn Sink>)
+                })
+            }
             SinkKind::PiSessions => {
                 let (dir, overwrite) = (self.path.clone(), ctx.overwrite_sessions);
                 Box::new(move || {
@@ -335,7 +357,7 @@ impl SinkSpec {
                 })
             }
             SinkKind::OpenAiSse => Box::new(move || {
-                let file = std::fs::File::create(&path).map_err(|source| SinkError::Other {
+                let file = toolstream_sinks::output_file::open_stream(&path).map_err(|source| SinkError::Other {
                     sink: "openai-sse",
                     message: format!("cannot create {}: {source}", path.display()),
                 })?;
@@ -352,14 +374,6 @@ impl SinkSpec {
                 })
             }
         };
-        // Compaction (SPEC §10) sits in front of the sinks it is asked for: the pi sinks with
-        // `--compact`, the terminal cards only with `--compact-cards`.
-        let compact = match self.kind {
-            SinkKind::Cards => ctx.compact_cards,
-            SinkKind::PiSession | SinkKind::PiSessions => ctx.compact_model_results,
-            SinkKind::Jsonl | SinkKind::CursorDb | SinkKind::Otlp | SinkKind::OtlpGrpc | SinkKind::OpenAiSse => false,
-        };
-        let open: OpenSink = if compact { Box::new(move || open().map(CompactShellResults::wrap)) } else { open };
         SinkPlan { label: self.label(), when_full, open }
     }
 }

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use crossbeam_channel::{bounded, Receiver, Sender};
 use toolstream_schemas::OutputEvent;
-use toolstream_sinks::{Sink, SinkError, SinkLoss};
+use toolstream_sinks::{Sink, SinkError};
 
 use super::port::{Counters, SinkPort, WhenFull};
 
@@ -65,10 +65,8 @@ pub struct SinkReport {
     /// Its reader went away (broken pipe): events were dropped from then on, quietly. Not an error.
     pub closed: bool,
     /// It was still busy when the engine stopped waiting for it (left running; nothing more of it
-    /// is waited for).
+    /// is waited for). What it lost is counted all the same (its port's loss probe).
     pub stuck: bool,
-    /// What it lost after accepting events (spans a collector never got).
-    pub lost: Option<SinkLoss>,
 }
 
 impl SinkThread {
@@ -83,10 +81,14 @@ impl SinkThread {
         let open = plan.open;
         let spawned = std::thread::Builder::new().name(format!("toolstream-sink-{}", plan.label)).spawn(move || {
             let _on_panic = FailOnPanic(&flag);
-            let mut health = Health { flag: &flag, label: &label, report: SinkReport::default(), failed: false };
+            let mut health =
+                Health { flag: &flag, label: &label, report: SinkReport::default(), failed: false, counters: &written };
             match open() {
                 Ok(mut sink) => {
                     tracing::debug!(sink = %label, "sink opened");
+                    if let Some(probe) = sink.loss_probe() {
+                        written.probe.set(probe);
+                    }
                     let _ = opened_tx.send(Ok(()));
                     drive(&mut *sink, &rx, &mut health, &written);
                 }
@@ -128,21 +130,31 @@ impl SinkThread {
         self.failed.clone()
     }
 
+    /// Tell a sink whose end is waited for a bounded time to drain its queue, checkpoint and end
+    /// (waiting for room in its queue until `deadline`); a `block` sink is told in
+    /// [`SinkThread::finish`]. Telling every sink first lets them all end at once.
+    pub fn stop(&self, deadline: Instant) {
+        if self.port.bounded_wait() {
+            self.port.send_by(SinkMsg::Stop, true, deadline);
+        }
+    }
+
     /// Let the sink drain its queue, checkpoint and end. A `block` sink is waited for as long as
     /// it takes (it is documented to block); a `drop_newest` sink, or one abandoned at shutdown,
-    /// at most `grace`: one still busy then is left running and reported `stuck`.
-    pub fn finish(self, grace: Duration) -> SinkReport {
-        let bounded_wait =
-            self.port.when_full == WhenFull::DropNewest || self.port.counters.abandoned.load(Ordering::Relaxed);
-        if !bounded_wait {
-            let _ = self.port.queue.send(SinkMsg::Stop);
+    /// until `deadline` (one for every sink: call [`SinkThread::stop`] on each first): one still
+    /// busy then is left running and reported `stuck`, and what it lost is still counted (its
+    /// port's loss probe reads it whatever the thread is doing).
+    pub fn finish(self, deadline: Instant) -> SinkReport {
+        if !self.port.bounded_wait() {
+            self.port.send_by(SinkMsg::Stop, false, deadline);
             return join(self.handle);
         }
-        let deadline = Instant::now() + grace;
-        let _ = self.port.queue.send_timeout(SinkMsg::Stop, grace);
+        // Told already by `stop` (one more is harmless); never waits here.
+        let _ = self.port.queue.try_send(SinkMsg::Stop);
         while !self.handle.is_finished() {
             if Instant::now() >= deadline {
                 tracing::debug!(sink = %self.port.label, "sink still busy at exit: not waited for");
+                self.port.counters.stuck.store(true, Ordering::Relaxed);
                 return SinkReport { stuck: true, ..SinkReport::default() };
             }
             std::thread::sleep(Duration::from_millis(10));
@@ -209,7 +221,6 @@ fn drive(sink: &mut dyn Sink, rx: &Receiver<SinkMsg>, state: &mut Health<'_>, co
             state.fail(e);
         }
     }
-    state.report.lost = sink.losses();
     tracing::debug!(sink = %state.label, failed = state.failed, "sink finished");
 }
 
@@ -220,6 +231,7 @@ struct Health<'a> {
     report: SinkReport,
     /// Failed or closed: events are dropped.
     failed: bool,
+    counters: &'a Counters,
 }
 
 impl Health<'_> {
@@ -228,6 +240,7 @@ impl Health<'_> {
         if is_broken_pipe(&e) {
             tracing::debug!(sink = %self.label, "sink output closed (broken pipe); its events are dropped");
             self.report.closed = true;
+            self.counters.closed.store(true, Ordering::Relaxed);
         } else {
             tracing::debug!(sink = %self.label, error = %e, "sink failed; its events are dropped from now on");
             // Reports name the sink by its label already: keep only the reason.
@@ -312,7 +325,7 @@ mod tests {
             rx.recv().unwrap();
         }
         let flagged = flag.load(Ordering::Acquire);
-        let report = thread.finish(GRACE);
+        let report = thread.finish(Instant::now() + GRACE);
         let seen = *seen.lock().unwrap();
         (report, flagged, seen)
     }
@@ -361,8 +374,67 @@ mod tests {
         assert!(SinkThread::start(plan(WhenFull::Block), false).is_err());
         let thread = SinkThread::start(plan(WhenFull::DropNewest), false).unwrap();
         thread.port().queue.send(SinkMsg::Events(batch())).unwrap();
-        let report = thread.finish(GRACE);
+        let report = thread.finish(Instant::now() + GRACE);
         assert_eq!(report.errors.len(), 1, "{report:?}");
+    }
+
+    /// Holds its final checkpoint until released (a collector that never answers); says it lost
+    /// every event it was given.
+    struct Silent {
+        release: crossbeam_channel::Receiver<()>,
+        given: Arc<std::sync::atomic::AtomicU64>,
+    }
+
+    impl Sink for Silent {
+        fn name(&self) -> &'static str {
+            "silent"
+        }
+        fn write(&mut self, batch: &[OutputEvent]) -> Result<(), SinkError> {
+            self.given.fetch_add(batch.len() as u64, Ordering::Relaxed);
+            Ok(())
+        }
+        fn flush(&mut self) -> Result<(), SinkError> {
+            Ok(())
+        }
+        fn checkpoint(&mut self) -> Result<(), SinkError> {
+            let _ = self.release.recv();
+            Ok(())
+        }
+        fn loss_probe(&self) -> Option<toolstream_sinks::LossProbe> {
+            let given = self.given.clone();
+            Some(Arc::new(move || {
+                let count = given.load(Ordering::Relaxed);
+                (count > 0).then(|| toolstream_sinks::SinkLoss { count, unit: "spans", why: "never answered".into() })
+            }))
+        }
+    }
+
+    #[test]
+    fn a_sink_still_busy_at_exit_is_reported_with_everything_it_lost() {
+        let (release, wait) = crossbeam_channel::bounded::<()>(0);
+        let sink = Silent { release: wait, given: Arc::default() };
+        let plan = SinkPlan {
+            label: "otlp=silent".into(),
+            when_full: WhenFull::DropNewest,
+            open: Box::new(move || Ok(Box::new(sink) as Box<dyn Sink>)),
+        };
+        let thread = SinkThread::start(plan, false).unwrap();
+        let port = thread.port();
+        port.queue.send(SinkMsg::Events(batch())).unwrap();
+        port.queue.send(SinkMsg::Events(batch())).unwrap();
+        let started = Instant::now();
+        let deadline = started + Duration::from_millis(300);
+        thread.stop(deadline);
+        let report = thread.finish(deadline);
+        assert!(report.stuck, "still in its final checkpoint");
+        assert!(started.elapsed() < Duration::from_secs(5));
+        // Read from the port, as the engine does: counted although the thread never ended.
+        let set = super::super::port::SinkSet::new(vec![port], Duration::from_millis(300));
+        let summary = &set.summaries()[0];
+        assert_eq!(summary.lost.as_ref().map(|l| l.count), Some(2), "{summary:?}");
+        assert!(summary.stuck && summary.lost_anything());
+        assert_eq!(summary.report_line().as_deref(), Some("sink otlp=silent: 2 spans not delivered (never answered)"));
+        drop(release);
     }
 
     #[test]
@@ -378,7 +450,7 @@ mod tests {
         };
         let thread = SinkThread::start(plan, false).unwrap();
         let started = Instant::now();
-        let report = thread.finish(Duration::from_millis(200));
+        let report = thread.finish(started + Duration::from_millis(200));
         assert!(report.stuck);
         assert!(started.elapsed() < Duration::from_secs(5));
         drop(release);

@@ -3,13 +3,16 @@
 //! (`--debug-log traces --debug-log-verbosity detailed`), which [`Collector::spans`] reads back.
 //! Without the collector [`rotel_agent`] says so and tests skip, except under `./scripts/test`
 //! (`TOOLSTREAM_REQUIRE_OTEL=1`), where its absence fails them. Every wait is bounded and every
-//! collector is killed by its guard.
+//! collector is killed by its guard. [`SilentCollector`] is the other kind: it accepts connections
+//! and never answers.
 
 use std::collections::BTreeMap;
 use std::fs;
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::{tempdir, toolstream};
@@ -117,6 +120,65 @@ impl Drop for Collector {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+    }
+}
+
+/// A "collector" on 127.0.0.1 that accepts every connection, reads what it is sent and never
+/// answers (a hung collector, or a proxy that holds requests). Stops when dropped.
+pub struct SilentCollector {
+    pub port: u16,
+    stop: Arc<AtomicBool>,
+    accepting: Option<std::thread::JoinHandle<()>>,
+}
+
+impl SilentCollector {
+    pub fn start() -> SilentCollector {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        listener.set_nonblocking(true).unwrap();
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = stop.clone();
+        let accepting = std::thread::spawn(move || {
+            while !flag.load(Ordering::Relaxed) {
+                match listener.accept() {
+                    Ok((conn, _)) => {
+                        let flag = flag.clone();
+                        std::thread::spawn(move || swallow(conn, &flag));
+                    }
+                    Err(_) => std::thread::sleep(Duration::from_millis(10)),
+                }
+            }
+        });
+        SilentCollector { port, stop, accepting: Some(accepting) }
+    }
+
+    pub fn url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+}
+
+/// Read a connection to its end without ever writing a byte.
+fn swallow(mut conn: TcpStream, stop: &AtomicBool) {
+    use std::io::Read;
+    let _ = conn.set_nonblocking(false);
+    let _ = conn.set_read_timeout(Some(Duration::from_millis(100)));
+    let mut buf = [0u8; 64 * 1024];
+    while !stop.load(Ordering::Relaxed) {
+        match conn.read(&mut buf) {
+            Ok(0) => return,
+            Ok(_) => {}
+            Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {}
+            Err(_) => return,
+        }
+    }
+}
+
+impl Drop for SilentCollector {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.accepting.take() {
+            let _ = t.join();
+        }
     }
 }
 

@@ -16,6 +16,7 @@ use serde::de::{self, DeserializeOwned, Visitor};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Map, Value};
 
+use crate::event::ResultStatus;
 use crate::num::Int;
 use crate::tools::ToolKind;
 
@@ -986,6 +987,11 @@ fn parse_object<T: DeserializeOwned + Default>(raw: &str) -> Result<T, serde_jso
     Ok(serde_json::from_str::<Option<T>>(raw)?.unwrap_or_default())
 }
 
+/// Reads a JSON object from a tree; `null` gives the empty model.
+fn object_from_tree<T: DeserializeOwned + Default>(tree: &Value) -> Result<T, serde_json::Error> {
+    Ok(Option::<T>::deserialize(tree)?.unwrap_or_default())
+}
+
 /// Declares an enum with one variant per [`ToolKind`] (same names), serialized as its payload.
 macro_rules! per_kind {
     (
@@ -1007,6 +1013,13 @@ macro_rules! per_kind {
             fn parse(kind: ToolKind, raw: &str) -> Result<Self, serde_json::Error> {
                 Ok(match kind {
                     $(ToolKind::$variant => $name::$variant(parse_object(raw)?),)*
+                })
+            }
+
+            /// Reads a tree as the payload of `kind`.
+            fn from_tree(kind: ToolKind, tree: &Value) -> Result<Self, serde_json::Error> {
+                Ok(match kind {
+                    $(ToolKind::$variant => $name::$variant(object_from_tree(tree)?),)*
                 })
             }
 
@@ -1099,6 +1112,50 @@ pub fn parse_success(kind: ToolKind, raw: &str) -> Result<ToolSuccess, serde_jso
 /// Parses the JSON text of the inner object of any non-success arm.
 pub fn parse_failure(raw: &str) -> Result<FailureResult, serde_json::Error> {
     parse_object(raw)
+}
+
+/// Reads `kind`'s args from a tree (as [`parse_args`] reads them from text).
+pub fn args_from_tree(kind: ToolKind, tree: &Value) -> Result<ToolArgs, serde_json::Error> {
+    ToolArgs::from_tree(kind, tree)
+}
+
+/// A tool result's inner object read as its tool's model: the success arm's, or the failure
+/// model of every other arm.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ResultModel {
+    Success(ToolSuccess),
+    Failure(FailureResult),
+    /// Not readable as the model (a field of another JSON type): shown raw instead.
+    Unreadable,
+}
+
+impl ResultModel {
+    /// Reads the JSON text of an inner object whose arm has `status`.
+    pub fn parse(kind: ToolKind, status: &ResultStatus, text: &str) -> ResultModel {
+        let model = if status.is_success() {
+            parse_success(kind, text).map(ResultModel::Success)
+        } else {
+            parse_failure(text).map(ResultModel::Failure)
+        };
+        model.unwrap_or(ResultModel::Unreadable)
+    }
+
+    /// Reads an inner object already read as a tree.
+    pub fn from_tree(kind: ToolKind, status: &ResultStatus, tree: &Value) -> ResultModel {
+        let model = if status.is_success() {
+            ToolSuccess::from_tree(kind, tree).map(ResultModel::Success)
+        } else {
+            object_from_tree(tree).map(ResultModel::Failure)
+        };
+        model.unwrap_or(ResultModel::Unreadable)
+    }
+
+    /// A shell's stdout replaced (output attributed from deltas, SPEC §6b).
+    pub fn set_stdout(&mut self, stdout: &str) {
+        if let ResultModel::Success(ToolSuccess::Shell(s)) = self {
+            s.stdout = Some(stdout.to_owned());
+        }
+    }
 }
 
 #[cfg(test)]

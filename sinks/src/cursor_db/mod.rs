@@ -8,20 +8,24 @@
 //! and each tool call (`capabilityType: 15` with a complete `toolFormerData`: numeric tool id,
 //! `toolCallId`, `toolIndex`, `modelCallId`, `status`, `name`, `rawArgs`, `params`, `result`).
 //! Cursor 3.x also lists conversations in `ItemTable` `composer.composerHeaders`: the run's entry
-//! is added (or replaced) there. A conversation is one Cursor chat: the composer id is the chat's
-//! `session_id`, so resumed runs join their conversation, and ids are derived from event time and
-//! hashes, so writing the same input again replaces the same rows.
+//! is added (or replaced) there ([`index`]: read once per transaction, written once at the
+//! commit). A conversation is one Cursor chat: the composer id is the chat's `session_id`, so
+//! resumed runs join their conversation, and ids are derived from event time and hashes, so
+//! writing the same input again replaces the same rows.
 //!
 //! Calls are stored, not shown: their recorded args and results (scrubbed and bounded upstream,
 //! `Card::recorded_result`) go under Cursor's keys (`toolstream_schemas::cursor_bubble`), with the
 //! result's arm in `additionalData.resultStatus`, so reading the database back gives the same
 //! calls. A call that never completed is `loading`.
 //!
-//! Safety: the file is created if absent; a file named `state.vscdb` (Cursor's own database) is
-//! refused unless [`CursorDbOptions::allow_cursor_state_db`]. Everything is written inside one
+//! Safety: the file is created if absent; a symlink's target is written, and a FIFO, a device or a
+//! directory is refused (`output_file`: SQLite needs a regular file); a file named `state.vscdb`
+//! (Cursor's own database), or a link to one, is refused unless
+//! [`CursorDbOptions::allow_cursor_state_db`]. Everything is written inside one
 //! transaction, committed at the checkpoint (the end of the replay, or Ctrl-C's flush): a failure
 //! before that leaves the file as it was.
 
+pub mod index;
 pub mod schema;
 
 use std::collections::{HashMap, HashSet};
@@ -33,8 +37,8 @@ use rusqlite::{Connection, OpenFlags};
 use serde_json::{json, Map, Value};
 use toolstream_schemas::cursor_bubble::{
     bubble_args, bubble_id_for, bubble_key, bubble_result, bubble_status, composer_key, status, ComposerData,
-    ComposerHeaders, BUBBLE_ASSISTANT, BUBBLE_USER, BUBBLE_VERSION, CAPABILITY_THINKING, CAPABILITY_TOOL,
-    COMPOSER_VERSION, HEADERS_KEY, RESULT_ARM_KEY,
+    BUBBLE_ASSISTANT, BUBBLE_USER, BUBBLE_VERSION, CAPABILITY_THINKING, CAPABILITY_TOOL, COMPOSER_VERSION, HEADERS_KEY,
+    RESULT_ARM_KEY,
 };
 use toolstream_schemas::ids::hash8;
 use toolstream_schemas::iso_time::format_ms;
@@ -42,10 +46,14 @@ use toolstream_schemas::{Card, Output, OutputEvent, ResultStatus, RunId, RunStat
 
 use crate::pi_session::ids::uuid_v7;
 use crate::{Sink, SinkError};
+use index::HeadersIndex;
 use schema::Table;
 
 /// How long a write waits for another connection's lock before failing.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(2);
+/// Conversations whose runs all closed that keep their bubble order in memory (the most recently
+/// closed; older ones read it back from their row if a run of theirs comes again).
+const HELD_CONVERSATIONS: usize = 64;
 /// Keys a neutral card adds to the recorded args (they are not part of the call).
 const CARD_ONLY_ARGS: [&str; 3] = ["activityTitle", "activitySummary", "incomplete"];
 
@@ -66,6 +74,8 @@ pub enum CursorDbSinkError {
     CursorStateDb(PathBuf),
     #[error("{}: {source}", path.display())]
     Sqlite { path: PathBuf, source: rusqlite::Error },
+    #[error("{0}")]
+    Target(std::io::Error),
 }
 
 /// One conversation being written.
@@ -78,8 +88,11 @@ struct Conversation {
     cwd: Option<String>,
     model: Option<String>,
     status: &'static str,
-    /// Bubble order: (bubble id, type).
+    /// Bubble order: (bubble id, type). Emptied once the conversation is written and none of
+    /// its runs is open (it is read back from its row if a run of it comes again).
     headers: Vec<(String, i64)>,
+    /// Its bubble order was let go (`headers` is empty until read back).
+    parked: bool,
 }
 
 /// One open run's pending blocks.
@@ -100,6 +113,17 @@ struct RunState {
     incomplete: HashSet<String>,
 }
 
+/// The conversation index during a transaction.
+#[derive(Debug, Default)]
+enum IndexState {
+    /// Not read in this transaction yet.
+    #[default]
+    Unread,
+    Read(HeadersIndex),
+    /// The stored index cannot be read: it is left alone (never overwritten).
+    Unreadable,
+}
+
 /// Writes runs as Cursor conversations into a database file.
 pub struct CursorDbSink {
     conn: Connection,
@@ -107,6 +131,9 @@ pub struct CursorDbSink {
     in_tx: bool,
     conversations: HashMap<Arc<str>, Conversation>,
     runs: HashMap<Arc<RunId>, RunState>,
+    /// Conversations in the order their runs closed, for [`Self::park`].
+    closed: std::collections::VecDeque<Arc<str>>,
+    index: IndexState,
 }
 
 impl std::fmt::Debug for CursorDbSink {
@@ -123,12 +150,17 @@ pub fn is_cursor_state_db(path: &Path) -> bool {
 impl CursorDbSink {
     /// Open (or create) the database at `path` and make sure it has Cursor's tables.
     pub fn create(path: &Path, opts: CursorDbOptions) -> Result<CursorDbSink, CursorDbSinkError> {
-        if is_cursor_state_db(path) && !opts.allow_cursor_state_db {
+        let file = crate::output_file::regular_file(path).map_err(CursorDbSinkError::Target)?;
+        if (is_cursor_state_db(path) || is_cursor_state_db(&file)) && !opts.allow_cursor_state_db {
             return Err(CursorDbSinkError::CursorStateDb(path.to_path_buf()));
         }
         let err = |source| CursorDbSinkError::Sqlite { path: path.to_path_buf(), source };
-        let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-        let conn = Connection::open_with_flags(path, flags).map_err(err)?;
+        // The file was looked at just now: no link may have taken its place since.
+        let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
+            | OpenFlags::SQLITE_OPEN_CREATE
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX
+            | OpenFlags::SQLITE_OPEN_NOFOLLOW;
+        let conn = Connection::open_with_flags(&file, flags).map_err(err)?;
         conn.busy_timeout(BUSY_TIMEOUT).map_err(err)?;
         schema::ensure(&conn).map_err(err)?;
         Ok(CursorDbSink {
@@ -137,6 +169,8 @@ impl CursorDbSink {
             in_tx: false,
             conversations: HashMap::new(),
             runs: HashMap::new(),
+            closed: std::collections::VecDeque::new(),
+            index: IndexState::Unread,
         })
     }
 
@@ -228,6 +262,12 @@ impl CursorDbSink {
                     c.updated = c.updated.max(at);
                 }
                 self.write_conversation(&ev.run.session)?;
+                self.closed.push_back(ev.run.session.clone());
+                if self.closed.len() > HELD_CONVERSATIONS {
+                    if let Some(oldest) = self.closed.pop_front() {
+                        self.park(&oldest);
+                    }
+                }
             }
             _ => {}
         }
@@ -250,7 +290,7 @@ impl CursorDbSink {
         if let Some(c) = self.conversations.get_mut(&run.session) {
             c.cwd = c.cwd.take().or(cwd.map(str::to_owned));
             c.model = model.map(str::to_owned).or(c.model.take());
-            return Ok(());
+            return self.unpark(&run.session);
         }
         let id = if run.session.is_empty() {
             uuid_v7(at, &format!("toolstream-composer/{}", run.label()))
@@ -267,15 +307,12 @@ impl CursorDbSink {
             model: model.map(str::to_owned),
             status: "completed",
             headers: Vec::new(),
+            parked: false,
         };
         // A conversation the file already holds (an earlier import): keep its bubbles and age.
         let existing = schema::get(&self.conn, Table::DiskKv, &composer_key(&c.id)).map_err(|e| self.sql(e))?;
         if let Some(data) = existing.and_then(|raw| serde_json::from_str::<ComposerData>(&raw).ok()) {
-            for h in data.full_conversation_headers_only.into_iter().flatten() {
-                if let (Some(b), Some(k)) = (h.bubble_id, h.kind) {
-                    c.headers.push((b, k.get()));
-                }
-            }
+            c.headers = bubble_order(data.full_conversation_headers_only);
             if let Some(t) = data.created_at.as_ref().and_then(toolstream_schemas::cursor_bubble::time_ms) {
                 c.created = if c.created == 0 { t } else { c.created.min(t) };
             }
@@ -294,6 +331,7 @@ impl CursorDbSink {
             // Events of a run whose opening was not seen: its conversation starts here.
             self.conversation(run, at, None, None, None)?;
         }
+        self.unpark(&run.session)?;
         let Some(conv) = self.conversations.get(&run.session) else { return Ok(()) };
         let key = bubble_key(&conv.id, &bubble_id);
         let mut b = json!({
@@ -346,6 +384,7 @@ impl CursorDbSink {
 
     /// Write the conversation's `composerData` row and its entry in the 3.x index.
     fn write_conversation(&mut self, session: &Arc<str>) -> Result<(), SinkError> {
+        self.unpark(session)?;
         let Some(c) = self.conversations.get(session) else { return Ok(()) };
         let headers: Vec<Value> = c.headers.iter().map(|(id, kind)| json!({ "bubbleId": id, "type": kind })).collect();
         let workspace = c.cwd.as_deref().map(|cwd| {
@@ -393,36 +432,74 @@ impl CursorDbSink {
         self.index(&id, head)
     }
 
-    /// Add (or replace) a conversation's entry in `ItemTable` `composer.composerHeaders`. An
-    /// index that cannot be read is left alone (never overwritten).
-    fn index(&mut self, id: &str, head: Value) -> Result<(), SinkError> {
-        let raw = schema::get(&self.conn, Table::Items, HEADERS_KEY).map_err(|e| self.sql(e))?;
-        let mut headers = match raw.as_deref().map(serde_json::from_str::<ComposerHeaders>) {
-            None => ComposerHeaders::default(),
-            Some(Ok(h)) => h,
-            Some(Err(e)) => {
-                tracing::warn!(
-                    "{}: {HEADERS_KEY} is unreadable ({e}); not adding the conversation to it",
-                    self.path.display()
-                );
-                return Ok(());
-            }
-        };
-        let all = headers.all_composers.get_or_insert_with(Vec::new);
-        all.retain(|h| h.get("composerId").and_then(Value::as_str) != Some(id));
-        all.push(head);
-        let value = serde_json::to_value(&headers)
-            .map_err(|e| self.sql(rusqlite::Error::ToSqlConversionFailure(Box::new(e))))?;
-        self.put(Table::Items, HEADERS_KEY, &value)
+    /// Let go of a conversation's bubble order when none of its runs is open (its row holds it):
+    /// memory holds the open runs and the last [`HELD_CONVERSATIONS`], not every conversation
+    /// written.
+    fn park(&mut self, session: &Arc<str>) {
+        if self.runs.keys().any(|r| r.session == *session) {
+            return;
+        }
+        if let Some(c) = self.conversations.get_mut(session) {
+            c.headers = Vec::new();
+            c.parked = true;
+        }
     }
 
+    /// Read a parked conversation's bubble order back from its row (the one [`Self::park`] let go).
+    fn unpark(&mut self, session: &Arc<str>) -> Result<(), SinkError> {
+        let Some(c) = self.conversations.get(session).filter(|c| c.parked) else { return Ok(()) };
+        let stored = schema::get(&self.conn, Table::DiskKv, &composer_key(&c.id)).map_err(|e| self.sql(e))?;
+        let data = stored.and_then(|raw| serde_json::from_str::<ComposerData>(&raw).ok());
+        if let Some(c) = self.conversations.get_mut(session) {
+            c.headers = data.map(|d| bubble_order(d.full_conversation_headers_only)).unwrap_or_default();
+            c.parked = false;
+        }
+        Ok(())
+    }
+
+    /// Add (or replace) a conversation's entry in `ItemTable` `composer.composerHeaders`, in the
+    /// index read at the transaction's first update (written back at the commit). An index that
+    /// cannot be read is left alone (never overwritten).
+    fn index(&mut self, id: &str, head: Value) -> Result<(), SinkError> {
+        if let IndexState::Unread = self.index {
+            let raw = schema::get(&self.conn, Table::Items, HEADERS_KEY).map_err(|e| self.sql(e))?;
+            self.index = match HeadersIndex::parse(raw.as_deref()) {
+                Ok(index) => IndexState::Read(index),
+                Err(e) => {
+                    tracing::warn!(
+                        "{}: {HEADERS_KEY} is unreadable ({e}); not adding conversations to it",
+                        self.path.display()
+                    );
+                    IndexState::Unreadable
+                }
+            };
+        }
+        if let IndexState::Read(index) = &mut self.index {
+            index.put(id, &head);
+        }
+        Ok(())
+    }
+
+    /// Write the index back (when changed) and commit. The index is read again in the next
+    /// transaction: between two, another program may change it.
     fn commit(&mut self) -> Result<(), SinkError> {
+        if let IndexState::Read(index) = std::mem::take(&mut self.index) {
+            if index.is_dirty() {
+                let json = index.into_json();
+                schema::put(&self.conn, Table::Items, HEADERS_KEY, &json).map_err(|e| self.sql(e))?;
+            }
+        }
         if self.in_tx {
             self.conn.execute_batch("COMMIT").map_err(|e| self.sql(e))?;
             self.in_tx = false;
         }
         Ok(())
     }
+}
+
+/// A stored conversation's bubble order: (bubble id, type).
+fn bubble_order(headers: Option<Vec<toolstream_schemas::cursor_bubble::ConversationHeader>>) -> Vec<(String, i64)> {
+    headers.into_iter().flatten().filter_map(|h| Some((h.bubble_id?, h.kind?.get()))).collect()
 }
 
 /// A prompt's first line, at most 80 characters: the conversation's title.

@@ -67,3 +67,45 @@ fn a_file_that_is_not_sqlite_is_an_error() {
     assert!(CursorDbSink::create(&path, CursorDbOptions::default()).is_err());
     assert_eq!(std::fs::read(&path).unwrap(), before, "left untouched");
 }
+
+#[test]
+fn a_chat_that_comes_back_after_many_others_keeps_its_bubbles_title_and_place_in_the_index() {
+    use crate::pi_events::testutil::{closed, ev, opened, run, text};
+    let dir = tmp("comeback");
+    let path = dir.join("chats.vscdb");
+    let mut sink = CursorDbSink::create(&path, CursorDbOptions::default()).unwrap();
+    let one = |sink: &mut CursorDbSink, chat: &str, seq: u32, t: u64, prompt: &str| {
+        let r = run(chat, seq);
+        sink.write(&[
+            ev(&r, t, opened("m", prompt)),
+            ev(&r, t + 1, Output::MessageStarted { turn: 1 }),
+            ev(&r, t + 2, text("answer")),
+            ev(&r, t + 3, Output::BlockEnded { turn: 1 }),
+            ev(&r, t + 4, closed(RunStatus::Finished)),
+        ])
+        .unwrap();
+    };
+    one(&mut sink, "first", 1, 1_000, "first question");
+    // More chats than are held in memory: "first" is let go and read back when it comes again.
+    let others = HELD_CONVERSATIONS + 10;
+    for i in 0..others {
+        one(&mut sink, &format!("other-{i}"), 1, 2_000 + 10 * i as u64, "q");
+    }
+    one(&mut sink, "first", 2, 50_000, "second question");
+    sink.checkpoint().unwrap();
+    let c = Connection::open(&path).unwrap();
+    let data: String =
+        c.query_row("SELECT value FROM cursorDiskKV WHERE key = 'composerData:first'", [], |r| r.get(0)).unwrap();
+    let data: Value = serde_json::from_str(&data).unwrap();
+    let kinds: Vec<i64> =
+        data["fullConversationHeadersOnly"].as_array().unwrap().iter().map(|h| h["type"].as_i64().unwrap()).collect();
+    assert_eq!(kinds, [1, 2, 1, 2], "both runs' bubbles, in order");
+    assert_eq!((data["name"].as_str(), data["createdAt"].as_u64()), (Some("first question"), Some(1_000)));
+    assert_eq!(data["lastUpdatedAt"], 50_004);
+    let index: String = c.query_row("SELECT value FROM ItemTable WHERE key = ?1", [HEADERS_KEY], |r| r.get(0)).unwrap();
+    let index: Value = serde_json::from_str(&index).unwrap();
+    let ids: Vec<&str> =
+        index["allComposers"].as_array().unwrap().iter().map(|h| h["composerId"].as_str().unwrap()).collect();
+    assert_eq!(ids.len(), others + 1);
+    assert_eq!((ids[0], ids[others]), ("other-0", "first"), "an updated conversation moves to the end");
+}

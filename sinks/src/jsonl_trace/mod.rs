@@ -31,10 +31,12 @@ pub const MAX_STRING_CHARS: usize = 4_000;
 pub const DIAGNOSTIC_ALLOWLIST: &[&str] = &[
     "source",
     "line",
+    "lines",
     "byteOffset",
     "reason",
     "toolName",
     "callIdHash",
+    "reportedCallIdHash",
     "action",
     "segment",
     "what",
@@ -166,9 +168,10 @@ impl JsonlTraceSink<BufWriter<File>> {
         JsonlTraceSink::create_with_limit(path, DEFAULT_LIMIT_BYTES)
     }
 
-    /// Create (or truncate) `path` and trace into it, capped at `limit_bytes`.
+    /// Create (or truncate) `path` and trace into it, capped at `limit_bytes`; a FIFO or a device
+    /// is written through, a symlink's target written (`output_file::open_stream`).
     pub fn create_with_limit(path: &Path, limit_bytes: u64) -> io::Result<JsonlTraceSink<BufWriter<File>>> {
-        Ok(JsonlTraceSink::new(BufWriter::new(File::create(path)?), limit_bytes))
+        Ok(JsonlTraceSink::new(BufWriter::new(crate::output_file::open_stream(path)?), limit_bytes))
     }
 }
 

@@ -5,7 +5,6 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use toolstream_schemas::cursor_exec::to_openai::OpenAiToolCall;
-use toolstream_schemas::cursor_exec::OPENAI_TOOL_CALL_FIELD;
 use toolstream_schemas::openai::{
     ChatChunk, ChatCompletion, ChunkChoice, CompletionChoice, CompletionMessage, CompletionUsage, Delta, ErrorBody,
     ErrorDetail, FinishReason, FunctionCall, ToolCallDelta, CHUNK_OBJECT, COMPLETION_OBJECT,
@@ -134,7 +133,7 @@ impl SseEncoder {
 
 /// The client tool call a card stands for (an exec call), if any.
 fn client_call(card: &Card) -> Option<OpenAiToolCall> {
-    card.details.get(OPENAI_TOOL_CALL_FIELD).and_then(OpenAiToolCall::from_json)
+    card.openai_call.as_deref().cloned()
 }
 
 /// One line of Cursor's own tool activity.

@@ -10,9 +10,9 @@
 //! `[DONE]`: the official SDKs raise it as an API error.
 //!
 //! Client tool calls are the calls of an exec recording (the backend asked its client to run
-//! them): their card carries `details.openaiToolCall`, mapped by SPEC §9.5's table; or the calls
-//! of the client's own tools Cursor made through the tool bridge, given beside the run's events
-//! (`SseEncoder::client_call`). Everything
+//! them): their card carries the OpenAI tool call (`Card::openai_call`), mapped by SPEC §9.5's
+//! table; or the calls of the client's own tools Cursor made through the tool bridge, given
+//! beside the run's events (`SseEncoder::client_call`). Everything
 //! else is **Cursor's own tool activity** (Cursor ran the tool itself; the client must not run it
 //! again), reported without breaking the protocol as `reasoning_content` deltas — the field
 //! OpenAI-compatible servers use for reasoning, which clients that do not know it ignore — one

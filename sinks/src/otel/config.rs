@@ -21,8 +21,9 @@ pub const DEFAULT_QUEUE_SPANS: usize = 131_072;
 /// Spans per export request.
 pub const DEFAULT_BATCH_SPANS: usize = 2_048;
 /// How long a checkpoint (Ctrl-C, the end) waits for the queue to reach the collector; what is
-/// still queued then is counted as dropped. Below the engine's grace period for network sinks.
-pub const DEFAULT_FLUSH_TIMEOUT: Duration = Duration::from_secs(4);
+/// still queued then is counted as dropped. Half a second within the engine's end-of-run wait
+/// (4 s), so the sink counts what it gives up on before the engine stops waiting for it.
+pub const DEFAULT_FLUSH_TIMEOUT: Duration = Duration::from_millis(3_500);
 /// One export request's timeout.
 pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
 

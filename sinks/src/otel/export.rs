@@ -2,8 +2,10 @@
 //! sends spans to the collector in batches, retries failed exports with backoff, and counts what
 //! it could not deliver. The sink hands it spans without ever waiting ([`Exporter::offer`]); the
 //! queue between them is bounded in spans, and what does not fit is dropped and counted. A
-//! checkpoint ([`Exporter::flush`]) waits a bounded time: from then on a batch that fails is
-//! dropped (and counted) instead of retried, so shutdown never hangs on an absent collector.
+//! checkpoint ([`Exporter::flush`]) waits a bounded time: from then on the collector is given up
+//! on — a request still waiting for its answer is abandoned, what fails is dropped instead of
+//! retried, all of it counted — so shutdown never hangs on an absent or silent collector.
+//! [`ExportCounters::losses`] says what was lost, from any thread.
 //! Blocking calls (`block_on`, the exporter's shutdown) run only on this thread, never on an
 //! async worker.
 
@@ -19,12 +21,15 @@ use opentelemetry_sdk::Resource;
 
 use super::config::{OtelConfig, Protocol, REQUEST_TIMEOUT};
 use super::metrics::MetricsExport;
+use crate::SinkLoss;
 
 /// First retry delay; it doubles up to [`MAX_BACKOFF`].
 pub const INITIAL_BACKOFF: Duration = Duration::from_millis(100);
 pub const MAX_BACKOFF: Duration = Duration::from_secs(5);
 /// How often the retry wait looks up to see whether a checkpoint's deadline passed.
 const BACKOFF_STEP: Duration = Duration::from_millis(50);
+/// How long the export thread has, once given up on its collector, to drop and count what it holds.
+const GIVE_UP_GRACE: Duration = Duration::from_millis(500);
 /// How often metrics are pushed while spans flow.
 pub const METRICS_INTERVAL: Duration = Duration::from_secs(10);
 
@@ -40,12 +45,36 @@ pub struct ExportCounters {
     pub dropped_export_failed: AtomicU64,
     /// Failed export attempts (each retried or, past a deadline, dropped).
     pub failed_attempts: AtomicU64,
-    /// A checkpoint is waiting: stop retrying.
+    /// A checkpoint's deadline passed: stop retrying, abandon what waits for the collector.
     give_up: AtomicBool,
     last_error: Mutex<Option<String>>,
 }
 
 impl ExportCounters {
+    /// What was lost so far: spans dropped on a full queue, given up on after failed exports,
+    /// and still queued (not exported, not given up on) when asked — at exit, those never leave.
+    pub fn losses(&self) -> Option<SinkLoss> {
+        let full = self.dropped_queue_full.load(Ordering::Relaxed);
+        let failed = self.dropped_export_failed.load(Ordering::Relaxed);
+        let queued = self.queued.load(Ordering::Relaxed) as u64;
+        let count = full + failed + queued;
+        if count == 0 {
+            return None;
+        }
+        let mut why = Vec::new();
+        if full > 0 {
+            why.push(format!("{full} on a full export queue"));
+        }
+        if failed > 0 {
+            let error = self.last_error().unwrap_or_default();
+            why.push(format!("{failed} not accepted by the collector before the deadline: {error}"));
+        }
+        if queued > 0 {
+            why.push(format!("{queued} still queued at exit"));
+        }
+        Some(SinkLoss { count, unit: "spans", why: why.join(", ") })
+    }
+
     /// The last export error, if any.
     pub fn last_error(&self) -> Option<String> {
         self.last_error.lock().ok().and_then(|e| e.clone())
@@ -166,6 +195,11 @@ impl Exporter {
         &self.counters
     }
 
+    /// The counters, to read from another thread (what was lost, at exit).
+    pub fn shared_counters(&self) -> Arc<ExportCounters> {
+        self.counters.clone()
+    }
+
     /// Queue spans for export without waiting: what does not fit in the queue is dropped and
     /// counted.
     pub fn offer(&self, mut spans: Vec<SpanData>) {
@@ -192,23 +226,21 @@ impl Exporter {
     }
 
     /// Wait (at most the flush timeout) until everything offered so far was exported or given up
-    /// on; failed exports are no longer retried meanwhile. Whether the export side answered.
+    /// on; failed exports are no longer retried meanwhile. Past the timeout the collector is given
+    /// up on for good (checkpoints come at the end and on Ctrl-C): what is in flight is abandoned,
+    /// what fails or is still queued is dropped and counted, and a later checkpoint does not wait
+    /// for the collector again. Whether the export side answered.
     pub fn flush(&self) -> bool {
-        self.counters.give_up.store(false, Ordering::Relaxed);
         let (reply, answered) = bounded(1);
         if self.tx.send(Msg::Flush(reply)).is_err() {
             return false;
         }
-        let done = match answered.recv_timeout(self.flush_timeout) {
-            Ok(()) => true,
-            Err(_) => {
-                // Past the deadline: stop retrying, drop what fails, and give it a moment to say so.
-                self.counters.give_up.store(true, Ordering::Relaxed);
-                answered.recv_timeout(REQUEST_TIMEOUT.min(Duration::from_millis(500))).is_ok()
-            }
-        };
-        self.counters.give_up.store(false, Ordering::Relaxed);
-        done
+        let wait = if self.counters.give_up.load(Ordering::Relaxed) { Duration::ZERO } else { self.flush_timeout };
+        if answered.recv_timeout(wait).is_ok() {
+            return true;
+        }
+        self.counters.give_up.store(true, Ordering::Relaxed);
+        answered.recv_timeout(GIVE_UP_GRACE).is_ok()
     }
 }
 
@@ -219,7 +251,7 @@ impl Drop for Exporter {
         // joined only when it already ended, so dropping the sink never hangs.
         self.counters.give_up.store(true, Ordering::Relaxed);
         if let Some(t) = self.thread.take() {
-            let deadline = Instant::now() + Duration::from_millis(500);
+            let deadline = Instant::now() + GIVE_UP_GRACE;
             while !t.is_finished() && Instant::now() < deadline {
                 std::thread::sleep(Duration::from_millis(5));
             }
@@ -294,16 +326,22 @@ impl<E: SpanExporter> Worker<'_, E> {
         }
     }
 
+    /// Push the metrics once; a push the collector does not answer is abandoned once a
+    /// checkpoint gives up (metrics are totals: the next push carries them again).
     fn push_metrics(&mut self, last: bool) {
         self.last_push = Instant::now();
         if let Some(m) = &mut self.metrics {
             let giving_up = self.counters.give_up.load(Ordering::Relaxed);
-            self.rt.block_on(m.push(giving_up, last));
+            if self.rt.block_on(until_given_up(self.counters, m.push(giving_up, last))).is_none() {
+                tracing::debug!("OTLP metrics push abandoned: no answer before the deadline");
+            }
         }
     }
 }
 
-/// Export one batch; retry with backoff until it succeeds or a checkpoint's deadline passes.
+/// Export one batch; retry with backoff until it succeeds or a checkpoint's deadline passes. An
+/// export still waiting for the collector then is abandoned (a collector that accepts connections
+/// and never answers would hold it for the whole request timeout), and its spans counted.
 async fn export_with_retry<E: SpanExporter>(exporter: &E, batch: Vec<SpanData>, c: &ExportCounters) {
     let n = batch.len();
     let mut delay = INITIAL_BACKOFF;
@@ -312,15 +350,22 @@ async fn export_with_retry<E: SpanExporter>(exporter: &E, batch: Vec<SpanData>, 
             c.dropped_export_failed.fetch_add(n as u64, Ordering::Relaxed);
             break;
         }
-        match exporter.export(batch.clone()).await {
-            Ok(()) => {
+        match until_given_up(c, exporter.export(batch.clone())).await {
+            Some(Ok(())) => {
                 c.exported.fetch_add(n as u64, Ordering::Relaxed);
                 break;
             }
-            Err(e) => {
+            Some(Err(e)) => {
                 c.failed_attempts.fetch_add(1, Ordering::Relaxed);
                 tracing::debug!(error = %e, spans = n, retry_in_ms = delay.as_millis() as u64, "OTLP export failed");
                 c.set_error(e.to_string());
+            }
+            None => {
+                c.failed_attempts.fetch_add(1, Ordering::Relaxed);
+                tracing::debug!(spans = n, "OTLP export abandoned: no answer before the deadline");
+                c.set_error(NO_ANSWER.to_owned());
+                c.dropped_export_failed.fetch_add(n as u64, Ordering::Relaxed);
+                break;
             }
         }
         let until = Instant::now() + delay;
@@ -330,6 +375,23 @@ async fn export_with_retry<E: SpanExporter>(exporter: &E, batch: Vec<SpanData>, 
         delay = (delay * 2).min(MAX_BACKOFF);
     }
     c.queued.fetch_sub(n, Ordering::Relaxed);
+}
+
+/// Why spans were given up on when the collector never answered.
+const NO_ANSWER: &str = "no answer from the collector";
+
+/// Run `work` until it ends, or until a checkpoint gives up (then `None`: the work is dropped,
+/// which cancels a request in flight).
+async fn until_given_up<F: std::future::Future>(c: &ExportCounters, work: F) -> Option<F::Output> {
+    let given_up = async {
+        while !c.give_up.load(Ordering::Relaxed) {
+            tokio::time::sleep(BACKOFF_STEP).await;
+        }
+    };
+    tokio::select! {
+        out = work => Some(out),
+        () = given_up => None,
+    }
 }
 
 /// The OTLP span exporter for `cfg` (built on the export thread, inside its runtime). Retries are

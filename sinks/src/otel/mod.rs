@@ -13,7 +13,7 @@ pub mod spans;
 #[cfg(test)]
 mod tests;
 
-use std::sync::atomic::Ordering;
+use std::sync::Arc;
 
 use opentelemetry_otlp::WithExportConfig;
 use opentelemetry_sdk::resource::EnvResourceDetector;
@@ -25,7 +25,7 @@ use self::config::{OtelConfig, Protocol, REQUEST_TIMEOUT};
 use self::export::{ExportLimits, Exporter};
 use self::metrics::{Metrics, MetricsExport};
 use self::spans::{Finished, MapOptions, SpanMapper};
-use crate::{Sink, SinkError, SinkLoss};
+use crate::{LossProbe, Sink, SinkError};
 
 pub use self::config::ConfigError;
 
@@ -125,27 +125,9 @@ impl Sink for OtelSink {
         Ok(())
     }
 
-    fn losses(&self) -> Option<SinkLoss> {
-        let c = self.exporter.counters();
-        let full = c.dropped_queue_full.load(Ordering::Relaxed);
-        let failed = c.dropped_export_failed.load(Ordering::Relaxed);
-        let stuck = c.queued.load(Ordering::Relaxed) as u64;
-        let count = full + failed + stuck;
-        if count == 0 {
-            return None;
-        }
-        let mut why = Vec::new();
-        if full > 0 {
-            why.push(format!("{full} on a full export queue"));
-        }
-        if failed > 0 {
-            let error = c.last_error().unwrap_or_default();
-            why.push(format!("{failed} not accepted by the collector before the deadline: {error}"));
-        }
-        if stuck > 0 {
-            why.push(format!("{stuck} still queued at exit"));
-        }
-        Some(SinkLoss { count, unit: "spans", why: why.join(", ") })
+    fn loss_probe(&self) -> Option<LossProbe> {
+        let counters = self.exporter.shared_counters();
+        Some(Arc::new(move || counters.losses()))
     }
 }
 

@@ -50,6 +50,7 @@ fn card(hash: &str, tool: Tool, is_error: bool, incomplete: Option<IncompleteRea
         completed_ms: Some(times.1),
         recorded_result: None,
         recorded_args: None,
+        openai_call: None,
     }))
 }
 
@@ -265,16 +266,22 @@ fn configuration_from_the_environment() {
     );
 }
 
-/// Fails its first `fail_first` exports (every one with `usize::MAX`); records what it got.
+/// Fails its first `fail_first` exports (every one with `usize::MAX`); records what it got. With
+/// `silent`, never answers at all (a collector that accepts connections and says nothing).
 #[derive(Debug, Clone, Default)]
 struct Fake {
     fail_first: usize,
+    silent: bool,
     attempts: Arc<AtomicUsize>,
     got: Arc<Mutex<usize>>,
 }
 
 impl SpanExporter for Fake {
     async fn export(&self, batch: Vec<SpanData>) -> OTelSdkResult {
+        if self.silent {
+            self.attempts.fetch_add(1, Ordering::SeqCst);
+            return std::future::pending().await;
+        }
         let k = self.attempts.fetch_add(1, Ordering::SeqCst);
         if k < self.fail_first {
             return Err(OTelSdkError::InternalFailure("collector down".into()));
@@ -327,6 +334,41 @@ fn a_full_queue_drops_and_counts_and_a_dead_collector_is_given_up_on_in_bounded_
     assert_eq!(c.queued.load(Ordering::Relaxed), 0);
     assert_eq!(c.exported.load(Ordering::Relaxed), 0);
     assert_eq!(c.last_error().as_deref().map(|s| s.contains("collector down")), Some(true));
+}
+
+#[test]
+fn a_collector_that_never_answers_is_abandoned_at_the_deadline_and_every_span_counted() {
+    let fake = Fake { silent: true, ..Fake::default() };
+    let e = exporter(&fake, 1_000, Duration::from_millis(300));
+    e.offer(spans(250));
+    let probe = e.shared_counters();
+    let started = Instant::now();
+    assert!(e.flush(), "the export side answers once it gave up");
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "an export in flight does not hold the flush: {:?}",
+        started.elapsed()
+    );
+    let loss = probe.losses().unwrap();
+    assert_eq!(loss.count, 250, "{loss:?}");
+    assert_eq!(loss.why, "250 not accepted by the collector before the deadline: no answer from the collector");
+    // Given up on: a later checkpoint does not wait for it again.
+    let again = Instant::now();
+    assert!(e.flush());
+    assert!(again.elapsed() < Duration::from_millis(300), "{:?}", again.elapsed());
+    assert_eq!(*fake.got.lock().unwrap(), 0);
+}
+
+#[test]
+fn spans_still_queued_are_counted_whenever_they_are_asked_for() {
+    // The export thread is busy with the first batch (no answer yet): what is queued is what
+    // would be lost if the process ended now.
+    let fake = Fake { silent: true, ..Fake::default() };
+    let e = exporter(&fake, 1_000, Duration::from_secs(30));
+    e.offer(spans(120));
+    let loss = e.counters().losses().unwrap();
+    assert_eq!(loss.count, 120);
+    assert_eq!(loss.why, "120 still queued at exit");
 }
 
 /// The sum (counters) or count and sum (histograms) of one metric's data points, keyed by the

@@ -81,6 +81,7 @@ pub fn card(label: &str, k: u32, pi_tool: &str, args: Value, content: &str, is_e
         completed_ms: None,
         recorded_result: None,
         recorded_args: None,
+        openai_call: None,
     }))
 }
 

@@ -11,8 +11,9 @@
 //!
 //! A session's id and time derive from its first run, so the same chat imported twice has the
 //! same file name: an existing file is left as it is (with a warning) unless overwriting was
-//! asked for. Each session is written like the single-file form writes its one (whole, through a
-//! temporary file renamed into place).
+//! asked for. Each session is written like the single-file form writes its one
+//! (`output_file::publish`: whole, through a temporary file renamed into place; a symlink's
+//! target, a FIFO or a device as the rules there say).
 
 use std::collections::{HashMap, HashSet};
 use std::io;
@@ -22,7 +23,8 @@ use std::sync::Arc;
 use toolstream_schemas::{Output, OutputEvent};
 
 use super::ids::iso;
-use super::{tmp_name, PiSessionSink};
+use super::PiSessionSink;
+use crate::output_file::publish::Publisher;
 use crate::{Sink, SinkError};
 
 /// Chats kept open at once before an idle one is published and let go (each holds a spool file).
@@ -90,7 +92,7 @@ pub struct Placement {
     root: SessionsRoot,
     overwrite: bool,
     /// `Some(None)`: the file existed and is left alone.
-    resolved: Option<Option<(PathBuf, PathBuf)>>,
+    resolved: Option<Option<Publisher>>,
 }
 
 impl Placement {
@@ -98,25 +100,27 @@ impl Placement {
         Placement { root, overwrite, resolved: None }
     }
 
-    /// The session file and its temporary file, or `None` when the file exists already and may
-    /// not be overwritten (decided at the first call; later calls publish to the same file).
-    pub(super) fn resolve(&mut self, id: &str, time: u64, cwd: &str) -> io::Result<Option<(PathBuf, PathBuf)>> {
-        if let Some(r) = &self.resolved {
-            return Ok(r.clone());
+    /// The session file's publisher, or `None` when the file exists already and may not be
+    /// overwritten (decided at the first call; later calls publish to the same file).
+    pub(super) fn resolve(&mut self, id: &str, time: u64, cwd: &str) -> io::Result<Option<&mut Publisher>> {
+        if self.resolved.is_none() {
+            let dir = self.root.folder(cwd);
+            std::fs::create_dir_all(&dir)?;
+            let path = dir.join(session_file_name(id, time));
+            let publisher = match Publisher::open(&path, self.overwrite) {
+                Ok(p) => {
+                    tracing::debug!("pi-sessions: writing {}", p.path().display());
+                    Some(p)
+                }
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+                    tracing::warn!("pi-sessions: {e}; left as it is");
+                    None
+                }
+                Err(e) => return Err(e),
+            };
+            self.resolved = Some(publisher);
         }
-        let dir = self.root.folder(cwd);
-        std::fs::create_dir_all(&dir)?;
-        let name = session_file_name(id, time);
-        let path = dir.join(&name);
-        let r = if path.exists() && !self.overwrite {
-            tracing::warn!("pi-sessions: {} exists already; left as it is (--force overwrites it)", path.display());
-            None
-        } else {
-            tracing::debug!("pi-sessions: writing {}", path.display());
-            Some((path, dir.join(tmp_name(std::ffi::OsStr::new(&name)))))
-        };
-        self.resolved = Some(r.clone());
-        Ok(r)
+        Ok(self.resolved.as_mut().and_then(Option::as_mut))
     }
 }
 

@@ -23,32 +23,33 @@
 //! first known time. Entry timestamps are when pi would have appended the entry (a message's end);
 //! message timestamps are when it started, as pi-ai sets them.
 //!
-//! Atomic and bounded: each run's entries are appended, when the run closes, to a spool file next
-//! to the target (memory holds only the runs still open, time is linear in the session's size).
-//! At a checkpoint — the end of a replay, or an explicit flush such as Ctrl-C's — the spool is
-//! copied to a temporary file in the target's directory, the open runs' complete messages are
-//! appended, and that file is synced and renamed over the target. The target never holds half a
-//! session and is never written in place (a pi process holding it open keeps reading the old
-//! file). Like pi, nothing is written before the first message has ended.
+//! Atomic and bounded: each run's entries are appended, when the run closes, to a spool file in the
+//! user's private temporary folder (`private_dir`; memory holds only the runs still open, time is
+//! linear in the session's size). At a checkpoint — the end of a replay, or an explicit flush such
+//! as Ctrl-C's — the spool and the open runs' complete messages are published
+//! (`output_file::publish`): copied to a temporary file in the target's directory, synced and
+//! renamed over the target. The target never holds half a session and is never written in place (a
+//! pi process holding it open keeps reading the old file); an existing file is replaced only when
+//! overwriting was asked for (`--force`); a FIFO or a device is written through. Like pi, nothing is
+//! written before the first message has ended.
 
 pub mod dir;
 pub(crate) mod ids;
 
-use std::fs::{self, File};
+use std::fs::File;
 use std::io::{self, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
 use serde::Serialize;
 use toolstream_schemas::{OutputEvent, RunId};
 
+use crate::output_file::publish::Publisher;
 use crate::pi_events::assemble::{Assembler, Step};
 use crate::pi_events::wire::{AssistantMessage, ToolResultMessage, UserMessage, PROVIDER};
+use crate::private_dir::TempFile;
 use crate::{Sink, SinkError};
 use ids::{iso, uuid_v7, EntryIds};
-
-/// Spool files created by this process (their names must differ).
-static SPOOLS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
 /// pi's current session format version.
 pub const SESSION_VERSION: u32 = 3;
@@ -154,8 +155,8 @@ struct SessionHead {
 /// Where a session is published.
 #[derive(Debug)]
 enum Target {
-    /// One file the user named (the single-file form); `tmp` is beside it.
-    File { path: PathBuf, tmp: PathBuf },
+    /// One file the user named (the single-file form).
+    File(Publisher),
     /// Named and placed as pi names its own sessions, decided at the first publish (when the
     /// session's id, time and working directory are known): see [`dir`].
     Named(dir::Placement),
@@ -175,46 +176,28 @@ pub struct PiSessionSink {
     head: Option<SessionHead>,
     chain: Option<Chain>,
     /// The header and the entries of the runs already closed, in close order.
-    spool: Option<io::BufWriter<File>>,
-    spool_path: PathBuf,
+    spool: Option<(io::BufWriter<File>, TempFile)>,
     /// Something changed since the target was last published.
     dirty: bool,
 }
 
 impl PiSessionSink {
     /// A sink writing the session to `path`. Nothing is written until a message has ended and the
-    /// sink flushes (or a run closes); the directory must exist.
-    pub fn create(path: &Path) -> io::Result<PiSessionSink> {
-        let name = path
-            .file_name()
-            .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "a session path names a file"))?;
-        if path.is_dir() {
-            return Err(io::Error::new(io::ErrorKind::InvalidInput, "a session path names a file, not a directory"));
-        }
-        let dir = match path.parent() {
-            Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
-            _ => PathBuf::from("."),
-        };
-        if !dir.is_dir() {
-            return Err(io::Error::new(io::ErrorKind::NotFound, format!("no such directory: {}", dir.display())));
-        }
-        let target = Target::File { path: path.to_path_buf(), tmp: dir.join(tmp_name(name)) };
-        Ok(PiSessionSink::with_target(target, name))
+    /// sink flushes (or a run closes); the directory must exist. A file at `path` is replaced only
+    /// with `overwrite` (`--force`); what else may be there: `output_file`.
+    pub fn create(path: &Path, overwrite: bool) -> io::Result<PiSessionSink> {
+        let publisher = Publisher::open(path, overwrite)?;
+        // Where the spool will go, made (and swept) now: a problem there stops the start.
+        crate::private_dir::temp_dir()?;
+        Ok(PiSessionSink::with_target(Target::File(publisher)))
     }
 
     /// A sink for one chat's session, named and placed as pi does ([`dir::Placement`]).
     fn named(placement: dir::Placement) -> PiSessionSink {
-        PiSessionSink::with_target(Target::Named(placement), std::ffi::OsStr::new("pi-session"))
+        PiSessionSink::with_target(Target::Named(placement))
     }
 
-    fn with_target(target: Target, name: &std::ffi::OsStr) -> PiSessionSink {
-        let mut spool_name = std::ffi::OsString::from(".");
-        spool_name.push(name);
-        spool_name.push(format!(
-            ".{}.{}.spool",
-            std::process::id(),
-            SPOOLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
-        ));
+    fn with_target(target: Target) -> PiSessionSink {
         let fallback_cwd = std::env::current_dir().map(|d| d.to_string_lossy().into_owned()).unwrap_or_default();
         PiSessionSink {
             target,
@@ -227,9 +210,6 @@ impl PiSessionSink {
             head: None,
             chain: None,
             spool: None,
-            // The spool is copied, never renamed: it can live anywhere, and stays out of the
-            // target's directory.
-            spool_path: std::env::temp_dir().join(spool_name),
             dirty: false,
         }
     }
@@ -303,12 +283,12 @@ impl PiSessionSink {
     /// session should be one conversation (SPEC §9.2).
     fn note_chat(&mut self, chat: &Arc<str>) {
         let first = self.first_chat.get_or_insert_with(|| chat.clone());
-        if let (Target::File { path, .. }, false) = (&self.target, self.warned_chats) {
+        if let (Target::File(publisher), false) = (&self.target, self.warned_chats) {
             if first != chat {
                 self.warned_chats = true;
                 tracing::warn!(
                     "pi-session: runs of several Cursor chats go into one session file ({}); `--sink pi-sessions=DIR` writes one session per chat",
-                    path.display()
+                    publisher.path().display()
                 );
             }
         }
@@ -340,7 +320,8 @@ impl PiSessionSink {
         Ok(())
     }
 
-    /// The spool, created with the session header on first use.
+    /// The spool, created with the session header on first use: a private temporary file (it
+    /// holds the whole conversation), copied at each publish, never renamed.
     fn spool(&mut self) -> io::Result<&mut io::BufWriter<File>> {
         if self.spool.is_none() {
             self.ensure_head();
@@ -356,15 +337,15 @@ impl PiSessionSink {
                 cwd: &head.cwd,
             };
             line(&mut header, &h)?;
-            let mut w = io::BufWriter::with_capacity(1 << 20, File::create(&self.spool_path)?);
+            let (guard, file) = TempFile::private("pi-session.spool")?;
+            let mut w = io::BufWriter::with_capacity(1 << 20, file);
             w.write_all(&header)?;
-            self.spool = Some(w);
+            self.spool = Some((w, guard));
         }
-        self.spool.as_mut().ok_or_else(|| io::Error::other("spool unavailable"))
+        self.spool.as_mut().map(|(w, _)| w).ok_or_else(|| io::Error::other("spool unavailable"))
     }
 
-    /// Publish the session: the spool plus the open runs' complete messages, written to a
-    /// temporary file in the same directory, synced, renamed over the target.
+    /// Publish the session: the spool plus the open runs' complete messages.
     fn publish(&mut self) -> io::Result<()> {
         if !self.dirty {
             return Ok(());
@@ -384,12 +365,12 @@ impl PiSessionSink {
             return Ok(());
         }
         self.spool()?.flush()?;
-        let (path, tmp) = match &mut self.target {
-            Target::File { path, tmp } => (path.clone(), tmp.clone()),
+        let publisher = match &mut self.target {
+            Target::File(publisher) => publisher,
             Target::Named(placement) => {
                 let Some(head) = &self.head else { return Ok(()) };
                 match placement.resolve(&head.id, head.time, &head.cwd)? {
-                    Some(paths) => paths,
+                    Some(publisher) => publisher,
                     None => {
                         // The session exists already and may not be overwritten: nothing to do.
                         self.dirty = false;
@@ -398,46 +379,11 @@ impl PiSessionSink {
                 }
             }
         };
-        let res = publish_file(&self.spool_path, &tail, &tmp, &path);
-        if res.is_err() {
-            let _ = fs::remove_file(&tmp);
-        }
-        res?;
+        let Some((_, spool)) = &self.spool else { return Ok(()) };
+        publisher.publish(spool.path(), &tail)?;
         self.dirty = false;
         Ok(())
     }
-}
-
-impl Drop for PiSessionSink {
-    fn drop(&mut self) {
-        self.spool.take();
-        let _ = fs::remove_file(&self.spool_path);
-    }
-}
-
-/// `.<name>.<pid>.tmp`: the temporary file a session is written to before it is renamed over
-/// `<name>`.
-fn tmp_name(name: &std::ffi::OsStr) -> std::ffi::OsString {
-    let mut tmp = std::ffi::OsString::from(".");
-    tmp.push(name);
-    tmp.push(format!(".{}.tmp", std::process::id()));
-    tmp
-}
-
-fn publish_file(spool: &Path, tail: &[u8], tmp: &Path, target: &Path) -> io::Result<()> {
-    fs::copy(spool, tmp)?;
-    let mut f = fs::OpenOptions::new().append(true).open(tmp)?;
-    f.write_all(tail)?;
-    f.sync_all()?;
-    drop(f);
-    fs::rename(tmp, target)?;
-    // Make the rename itself durable where directories can be synced (best effort).
-    if let Some(dir) = target.parent().filter(|d| !d.as_os_str().is_empty()) {
-        if let Ok(d) = File::open(dir) {
-            let _ = d.sync_all();
-        }
-    }
-    Ok(())
 }
 
 /// Append a run's entries: a model change when its model differs, its prompt, its messages.
@@ -501,7 +447,7 @@ impl Sink for PiSessionSink {
 
     /// Cheap: the spool's buffer goes to disk; the target is published at checkpoints.
     fn flush(&mut self) -> Result<(), SinkError> {
-        if let Some(s) = self.spool.as_mut() {
+        if let Some((s, _)) = self.spool.as_mut() {
             s.flush().map_err(Self::io)?;
         }
         Ok(())

@@ -1,4 +1,6 @@
 use std::collections::{HashMap, HashSet};
+use std::fs;
+use std::path::PathBuf;
 
 use serde_json::{json, Value};
 use toolstream_schemas::{Output, RunStatus, StopReason};
@@ -113,7 +115,7 @@ fn writes_pi_v3_entries_exactly() {
     let dir = tempdir("exact");
     let path = dir.join("s.jsonl");
     let r = run("sess", 1);
-    let mut sink = PiSessionSink::create(&path).unwrap();
+    let mut sink = PiSessionSink::create(&path, false).unwrap();
     sink.write(&simple_run(&r, "composer-2", 1_794_300_000_000)).unwrap();
     sink.checkpoint().unwrap();
     let text = fs::read_to_string(&path).unwrap();
@@ -180,7 +182,7 @@ fn nothing_is_published_until_a_checkpoint_and_no_temp_file_remains() {
     let path = dir.join("s.jsonl");
     let r = run("sess", 1);
     let events = simple_run(&r, "composer-2", 1_000);
-    let mut sink = PiSessionSink::create(&path).unwrap();
+    let mut sink = PiSessionSink::create(&path, false).unwrap();
     // The first message ends: still nothing at the target until a checkpoint (a cheap flush
     // does not publish either).
     sink.write(&events[..10]).unwrap();
@@ -208,13 +210,16 @@ fn nothing_is_published_until_a_checkpoint_and_no_temp_file_remains() {
 }
 
 #[test]
-fn a_pre_existing_target_is_replaced_whole_never_edited_in_place() {
+fn a_pre_existing_target_is_refused_or_with_overwrite_replaced_whole_never_edited_in_place() {
     let dir = tempdir("replace");
     let path = dir.join("s.jsonl");
     fs::write(&path, "old\n").unwrap();
+    let err = PiSessionSink::create(&path, false).err().unwrap();
+    assert_eq!(err.kind(), io::ErrorKind::AlreadyExists);
+    assert!(err.to_string().contains("--force"), "{err}");
     let mut held = File::open(&path).unwrap();
     let r = run("sess", 1);
-    let mut sink = PiSessionSink::create(&path).unwrap();
+    let mut sink = PiSessionSink::create(&path, true).unwrap();
     sink.write(&simple_run(&r, "m", 5)).unwrap();
     sink.checkpoint().unwrap();
     // A reader holding the old file still sees the old content.
@@ -230,7 +235,7 @@ fn a_pre_existing_target_is_replaced_whole_never_edited_in_place() {
 fn several_runs_share_one_session_with_a_model_change_per_change() {
     let dir = tempdir("runs");
     let path = dir.join("s.jsonl");
-    let mut sink = PiSessionSink::create(&path).unwrap();
+    let mut sink = PiSessionSink::create(&path, false).unwrap();
     let (a, b, c) = (run("s", 1), run("s", 2), run("s", 3));
     sink.write(&simple_run(&a, "m1", 100)).unwrap();
     sink.write(&simple_run(&b, "m1", 200)).unwrap();
@@ -256,7 +261,7 @@ fn several_runs_share_one_session_with_a_model_change_per_change() {
 fn incomplete_cards_get_results_and_interleaved_runs_stay_contiguous() {
     let dir = tempdir("incomplete");
     let path = dir.join("s.jsonl");
-    let mut sink = PiSessionSink::create(&path).unwrap();
+    let mut sink = PiSessionSink::create(&path, false).unwrap();
     let (a, b) = (run("a", 1), run("b", 1));
     let (la, lb) = (a.label(), b.label());
     sink.write(&[
@@ -316,7 +321,7 @@ fn output_is_deterministic_and_zero_times_take_the_runs_first_time() {
     let mut files = Vec::new();
     for name in ["a.jsonl", "b.jsonl"] {
         let path = dir.join(name);
-        let mut sink = PiSessionSink::create(&path).unwrap();
+        let mut sink = PiSessionSink::create(&path, false).unwrap();
         sink.write(&simple_run(&r, "m", 1_794_300_000_000)).unwrap();
         sink.checkpoint().unwrap();
         files.push(fs::read(&path).unwrap());
@@ -334,11 +339,11 @@ fn output_is_deterministic_and_zero_times_take_the_runs_first_time() {
 #[test]
 fn a_bad_target_fails_early_or_cleanly() {
     let dir = tempdir("bad");
-    assert!(PiSessionSink::create(&dir.join("missing/s.jsonl")).is_err());
-    assert!(PiSessionSink::create(&dir).is_err());
-    // The target turns into a directory: the rename fails, the temp file is removed.
+    assert!(PiSessionSink::create(&dir.join("missing/s.jsonl"), false).is_err());
+    assert!(PiSessionSink::create(&dir, false).is_err());
+    // The target turns into a directory: it is not replaced, no temp file is left.
     let path = dir.join("s.jsonl");
-    let mut sink = PiSessionSink::create(&path).unwrap();
+    let mut sink = PiSessionSink::create(&path, false).unwrap();
     fs::create_dir(&path).unwrap();
     fs::write(path.join("x"), "x").unwrap();
     let r = run("sess", 1);

@@ -61,7 +61,12 @@ mod oracle {
 }
 
 fn run_text(pieces: &[&str]) -> RunText {
-    let mut t = RunText::default();
+    run_text_keeping(pieces, EXACT_BYTES)
+}
+
+/// The run text of `pieces`, kept whole up to `exact_bytes` (0: digests from the start).
+fn run_text_keeping(pieces: &[&str], exact_bytes: usize) -> RunText {
+    let mut t = RunText { streamed: Streamed::with_exact_bytes(exact_bytes), ..RunText::default() };
     for p in pieces {
         t.mark();
         t.push(p);
@@ -69,14 +74,17 @@ fn run_text(pieces: &[&str]) -> RunText {
     t
 }
 
-/// `new_part` and `is_mismatch` of the digest of `pieces`, checked against the oracle.
+/// `new_part` and `is_mismatch` of the run text of `pieces`, kept whole and digested from the
+/// start, each checked against the oracle.
 fn check(pieces: &[&str], incoming: &str) -> (String, bool) {
-    let t = run_text(pieces);
     let emitted = pieces.concat();
-    let got = (t.new_part(incoming).to_owned(), t.is_mismatch(incoming));
     let want = (oracle::new_part(&emitted, incoming).to_owned(), oracle::is_mismatch(&emitted, incoming));
-    assert_eq!(got, want, "streamed {emitted:?}, incoming {incoming:?}");
-    got
+    for exact_bytes in [EXACT_BYTES, 0] {
+        let t = run_text_keeping(pieces, exact_bytes);
+        let got = (t.new_part(incoming).to_owned(), t.is_mismatch(incoming));
+        assert_eq!(got, want, "streamed {emitted:?} (kept up to {exact_bytes} bytes), incoming {incoming:?}");
+    }
+    want
 }
 
 #[test]
@@ -177,6 +185,10 @@ proptest! {
         let mut d = SegmentDedupe::default();
         refs.iter().for_each(|p| d.on_delta(p));
         prop_assert_eq!(d.on_segment(&incoming), oracle::new_part(&emitted, &incoming));
+        // A text that outgrows the bound midway: kept whole, then digested.
+        let mut s = Streamed::with_exact_bytes(emitted.len() / 2);
+        refs.iter().for_each(|p| s.push(p));
+        prop_assert_eq!(s.new_part(&incoming), oracle::new_part(&emitted, &incoming));
     }
 }
 

@@ -1,21 +1,21 @@
 //! The call table of one run (SPEC §5.2): started calls keyed by call id, completion matching by
-//! id or by `(tool, args)` fingerprint, and deduplication of calls reported twice.
+//! id or by `(tool, args)` fingerprint, and deduplication of calls reported twice. Each call gets
+//! its [`CallIdent`] here, once: the key later stages know it by, its hashed id, its fingerprint.
 
 use rustc_hash::{FxHashSet as HashSet, FxHasher as DefaultHasher};
 use std::hash::{Hash, Hasher};
+use std::sync::Arc;
 
-use toolstream_schemas::{RawJson, Tool, ToolEvent, ToolKind};
+use toolstream_schemas::ids::call_ref;
+use toolstream_schemas::{CallArgs, CallIdent, Tool, ToolEvent, ToolKind};
 
 /// A call that started and has not completed yet.
 #[derive(Debug)]
 pub struct StartedCall {
     pub call_id: String,
+    pub ident: CallIdent,
     pub tool: Tool,
-    pub args: Option<RawJson>,
-    /// Fingerprint of `(tool, args)`; `None` without args.
-    pub fingerprint: Option<u64>,
-    /// Event time of the start.
-    pub started_event_ms: u64,
+    pub args: Option<Arc<CallArgs>>,
     /// Tool-clock start time, when reported.
     pub started_at_ms: Option<u64>,
 }
@@ -31,6 +31,17 @@ pub enum Completion {
     Duplicate(&'static str),
 }
 
+/// What a start turned out to be.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Start {
+    /// A call not seen before.
+    New,
+    /// A repeated report of a call still started.
+    Repeat,
+    /// A start of a call that already completed: ignored.
+    AfterCompletion,
+}
+
 #[derive(Debug, Default)]
 pub struct CallTable {
     started: Vec<StartedCall>,
@@ -40,19 +51,19 @@ pub struct CallTable {
     completed_display: HashSet<u64>,
 }
 
-pub fn fingerprint(tool: &Tool, args: Option<&RawJson>) -> Option<u64> {
+pub fn fingerprint(tool: &Tool, args: Option<&Arc<CallArgs>>) -> Option<u64> {
     let args = args?;
     let mut h = DefaultHasher::default();
     tool.name().hash(&mut h);
-    args.get().hash(&mut h);
+    args.text().hash(&mut h);
     Some(h.finish())
 }
 
 /// Fingerprint of what a report would display: `(tool, args, result)`.
-pub fn display_fingerprint(ev: &ToolEvent, args: Option<&RawJson>) -> u64 {
+pub fn display_fingerprint(ev: &ToolEvent, args: Option<&Arc<CallArgs>>) -> u64 {
     let mut h = DefaultHasher::default();
     ev.tool.name().hash(&mut h);
-    args.map(|a| a.get()).hash(&mut h);
+    args.map(|a| a.text()).hash(&mut h);
     if let Some(r) = &ev.result {
         r.status.as_str().hash(&mut h);
         r.value.get().hash(&mut h);
@@ -60,31 +71,40 @@ pub fn display_fingerprint(ev: &ToolEvent, args: Option<&RawJson>) -> u64 {
     h.finish()
 }
 
+/// The identity of a new call under `key`.
+pub fn ident(key: u64, ev: &ToolEvent) -> CallIdent {
+    CallIdent { key, call_ref: call_ref(&ev.call_id), fingerprint: fingerprint(&ev.tool, ev.args.as_ref()) }
+}
+
 impl CallTable {
-    /// Record a start. A repeated start of the same id replaces the earlier one (its args may have
-    /// filled in); a start of an id that already completed is ignored. Returns whether it is new.
-    pub fn start(&mut self, ev: &ToolEvent, event_ms: u64) -> bool {
+    /// Record a start, giving it its identity (`next_key` for a new call). A repeated start of the
+    /// same id is the same call (its args may have filled in: they replace the earlier ones); a
+    /// start of an id that already completed is ignored.
+    pub fn start(&mut self, ev: &mut ToolEvent, next_key: impl FnOnce() -> u64) -> Start {
         if !ev.call_id.is_empty() && self.completed_ids.contains(&ev.call_id) {
-            return false;
+            return Start::AfterCompletion;
         }
-        let call = StartedCall {
-            call_id: ev.call_id.clone(),
-            tool: ev.tool.clone(),
-            args: ev.args.clone(),
-            fingerprint: fingerprint(&ev.tool, ev.args.as_ref()),
-            started_event_ms: event_ms,
-            started_at_ms: ev.started_at_ms,
-        };
         if !ev.call_id.is_empty() {
             if let Some(existing) = self.started.iter_mut().find(|c| c.call_id == ev.call_id) {
-                if call.args.is_some() {
-                    *existing = call;
+                if ev.args.is_some() {
+                    existing.ident.fingerprint = fingerprint(&ev.tool, ev.args.as_ref());
+                    existing.tool = ev.tool.clone();
+                    existing.args = ev.args.clone();
+                    existing.started_at_ms = ev.started_at_ms;
                 }
-                return false;
+                ev.call = existing.ident.clone();
+                return Start::Repeat;
             }
         }
-        self.started.push(call);
-        true
+        ev.call = ident(next_key(), ev);
+        self.started.push(StartedCall {
+            call_id: ev.call_id.clone(),
+            ident: ev.call.clone(),
+            tool: ev.tool.clone(),
+            args: ev.args.clone(),
+            started_at_ms: ev.started_at_ms,
+        });
+        Start::New
     }
 
     /// Whether an id-less shell report matches two or more identical shells still running, so it
@@ -94,12 +114,7 @@ impl CallTable {
             return false;
         }
         let Some(fp) = fingerprint(&ev.tool, ev.args.as_ref()) else { return false };
-        self.started.iter().filter(|c| c.fingerprint == Some(fp)).count() >= 2
-    }
-
-    /// Whether a call with this id is started and not completed.
-    pub fn is_started(&self, call_id: &str) -> bool {
-        !call_id.is_empty() && self.started.iter().any(|c| c.call_id == call_id)
+        self.started.iter().filter(|c| c.ident.fingerprint == Some(fp)).count() >= 2
     }
 
     /// Match a completion to its start (SPEC §5.2).
@@ -141,7 +156,7 @@ impl CallTable {
         let Some(fp) = fingerprint(&ev.tool, ev.args.as_ref()) else {
             return Completion::Unmatched;
         };
-        let mut same = self.started.iter().enumerate().filter(|(_, c)| c.fingerprint == Some(fp));
+        let mut same = self.started.iter().enumerate().filter(|(_, c)| c.ident.fingerprint == Some(fp));
         let Some((first, _)) = same.next() else {
             return Completion::Unmatched;
         };
@@ -152,11 +167,6 @@ impl CallTable {
         // The start's own id is completed now: a later report under that id is a repeat.
         self.completed_ids.insert(start.call_id.clone());
         Completion::Matched(start)
-    }
-
-    /// Calls still started, in start order (for run end).
-    pub fn drain_started(&mut self) -> Vec<StartedCall> {
-        std::mem::take(&mut self.started)
     }
 
     pub fn started_len(&self) -> usize {
@@ -172,21 +182,48 @@ mod tests {
         ToolEvent::from_json(id, Tool::Known(tool), args, None).unwrap()
     }
 
+    fn keys() -> impl FnMut() -> u64 {
+        let mut n = 0;
+        move || {
+            n += 1;
+            n
+        }
+    }
+
     #[test]
     fn matches_by_id_then_dedupes() {
         let mut t = CallTable::default();
-        assert!(t.start(&ev("a", ToolKind::Read, Some(r#"{"path":"x"}"#)), 0));
+        let mut key = keys();
+        assert_eq!(t.start(&mut ev("a", ToolKind::Read, Some(r#"{"path":"x"}"#)), &mut key), Start::New);
         assert!(matches!(t.complete(&ev("a", ToolKind::Read, None)), Completion::Matched(c) if c.args.is_some()));
         assert!(matches!(t.complete(&ev("a", ToolKind::Read, None)), Completion::Duplicate(_)));
         // A late start of a completed id is ignored.
-        assert!(!t.start(&ev("a", ToolKind::Read, None), 0));
+        assert_eq!(t.start(&mut ev("a", ToolKind::Read, None), &mut key), Start::AfterCompletion);
         assert_eq!(t.started_len(), 0);
+    }
+
+    #[test]
+    fn a_repeated_start_is_the_same_call_and_fills_in_its_args() {
+        let mut t = CallTable::default();
+        let mut key = keys();
+        let mut first = ev("a", ToolKind::Shell, None);
+        assert_eq!(t.start(&mut first, &mut key), Start::New);
+        let mut again = ev("a", ToolKind::Shell, Some(r#"{"command":"ls"}"#));
+        assert_eq!(t.start(&mut again, &mut key), Start::Repeat);
+        assert_eq!(again.call.key, first.call.key);
+        assert_eq!(again.call.call_ref, call_ref("a"));
+        assert!(again.call.fingerprint.is_some() && first.call.fingerprint.is_none());
+        // Id-less starts are distinct calls.
+        let (mut x, mut y) = (ev("", ToolKind::Ls, None), ev("", ToolKind::Ls, None));
+        t.start(&mut x, &mut key);
+        t.start(&mut y, &mut key);
+        assert_ne!(x.call.key, y.call.key);
     }
 
     #[test]
     fn unknown_id_matches_by_fingerprint() {
         let mut t = CallTable::default();
-        t.start(&ev("a", ToolKind::Grep, Some(r#"{"pattern":"p"}"#)), 0);
+        t.start(&mut ev("a", ToolKind::Grep, Some(r#"{"pattern":"p"}"#)), keys());
         assert!(
             matches!(t.complete(&ev("zz", ToolKind::Grep, Some(r#"{"pattern":"p"}"#))), Completion::Matched(c) if c.call_id == "a")
         );
@@ -195,8 +232,9 @@ mod tests {
     #[test]
     fn identical_concurrent_shells_are_never_joined() {
         let mut t = CallTable::default();
-        t.start(&ev("a", ToolKind::Shell, Some(r#"{"command":"date"}"#)), 0);
-        t.start(&ev("b", ToolKind::Shell, Some(r#"{"command":"date"}"#)), 0);
+        let mut key = keys();
+        t.start(&mut ev("a", ToolKind::Shell, Some(r#"{"command":"date"}"#)), &mut key);
+        t.start(&mut ev("b", ToolKind::Shell, Some(r#"{"command":"date"}"#)), &mut key);
         assert!(matches!(t.complete(&ev("", ToolKind::Shell, Some(r#"{"command":"date"}"#))), Completion::Unmatched));
         // By id both still complete, and render twice.
         assert!(matches!(t.complete(&ev("a", ToolKind::Shell, None)), Completion::Matched(_)));
@@ -206,7 +244,7 @@ mod tests {
     #[test]
     fn idless_repeat_of_an_id_completion_is_a_duplicate_but_two_real_calls_are_not() {
         let mut t = CallTable::default();
-        t.start(&ev("a", ToolKind::Read, Some(r#"{"path":"x"}"#)), 0);
+        t.start(&mut ev("a", ToolKind::Read, Some(r#"{"path":"x"}"#)), keys());
         // The delta completion carries only the id; the step repeats it with args and no id.
         assert!(matches!(t.complete(&ev("a", ToolKind::Read, None)), Completion::Matched(_)));
         assert!(matches!(t.complete(&ev("", ToolKind::Read, Some(r#"{"path":"x"}"#))), Completion::Duplicate(_)));
@@ -218,7 +256,7 @@ mod tests {
     #[test]
     fn a_report_under_the_id_of_a_start_matched_by_fingerprint_is_a_repeat() {
         let mut t = CallTable::default();
-        t.start(&ev("a", ToolKind::Read, Some(r#"{"path":"x"}"#)), 0);
+        t.start(&mut ev("a", ToolKind::Read, Some(r#"{"path":"x"}"#)), keys());
         // The SDK step (no id) arrives before the delta completion (with the id).
         assert!(matches!(t.complete(&ev("", ToolKind::Read, Some(r#"{"path":"x"}"#))), Completion::Matched(_)));
         assert!(matches!(t.complete(&ev("a", ToolKind::Read, None)), Completion::Duplicate(_)));

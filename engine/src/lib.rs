@@ -22,3 +22,4 @@ pub mod shard;
 pub mod sinks;
 pub mod source;
 pub mod state_dir;
+pub mod stderr;

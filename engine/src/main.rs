@@ -3,6 +3,7 @@
 use std::io::IsTerminal;
 
 use clap::Parser;
+use toolstream_schemas::display::display_body;
 use tracing_subscriber::EnvFilter;
 
 /// mimalloc: the engine allocates events on the reading thread and frees them on shard and sink
@@ -21,14 +22,26 @@ fn main() {
         // errors, and the pi bridge's stderr must never carry error texts, args or results (SPEC §7).
         .with_env_filter(EnvFilter::try_from_env("TOOLSTREAM_LOG").unwrap_or_else(|_| EnvFilter::new("warn,rmcp=off")))
         .with_writer(std::io::stderr)
+        // Fields quote input (file names, sink specs, errors): written as display lines.
+        .fmt_fields(toolstream::stderr::log_fields())
         // No ANSI escapes in logs that go to a file or a pipe.
         .with_ansi(std::io::stderr().is_terminal())
         .init();
-    let cli = toolstream::cli::Cli::parse();
+    let cli = match toolstream::cli::Cli::try_parse() {
+        Ok(cli) => cli,
+        // --help and --version: our own text, on stdout.
+        Err(e) if !e.use_stderr() => e.exit(),
+        // A usage error quotes what was typed (a file name, a sink spec): shown as display body
+        // text, without clap's colours.
+        Err(e) => {
+            eprint!("{}", display_body(&e.render().to_string()));
+            std::process::exit(e.exit_code());
+        }
+    };
     let code = match toolstream::cli::run(cli) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("toolstream: {e:#}");
+            toolstream::say!("toolstream: {e:#}");
             2
         }
     };

@@ -53,13 +53,272 @@ fn hostile_run() -> Vec<u8> {
     out
 }
 
-/// Every control character a terminal could act on, other than `\n`.
-fn controls(s: &str) -> Vec<char> {
-    s.chars()
-        .filter(|&c| {
-            c != '\n' && (c.is_control() || c == '\u{2028}' || c == '\u{2029}') // C0, DEL, C1
-        })
-        .collect()
+/// What a hostile stream puts in every text it carries: every bidi embedding, override and
+/// isolate ("Trojan Source", U+202A–U+202E, U+2066–U+2069), an OSC title (BEL-terminated), an OSC 8
+/// link (ST-terminated), a CSI clear screen, a C1 CSI, C1 NEL, U+2028, C0 controls (SOH, BS, BEL,
+/// CR) and DEL.
+const HOSTILE: &str = "\u{202A}\u{202B}\u{202C}\u{202D}\u{202E}\u{2066}\u{2067}\u{2068}\u{2069}\x1b]0;PWNED\x07\
+    \x1b]8;;http://evil.example/\x1b\\\x1b[2J\u{9b}31m\u{85}\u{2028}\x01\x08\x07\r\x7f|";
+
+/// The text a place carries: its tag, then [`HOSTILE`] between `<` and `>`.
+fn tagged(tag: &str) -> String {
+    format!("{tag}<{HOSTILE}>")
+}
+
+/// The places a Cursor CLI stream carries text, each tagged (see [`tagged`]).
+const PLACES: [&str; 19] = [
+    "model",
+    "prompt",
+    "thinking",
+    "assistant",
+    "shellcmd",
+    "stdout",
+    "stderr",
+    "readpath",
+    "readcontent",
+    "mcptool",
+    "mcpresult",
+    "toolerror",
+    "greppattern",
+    "grepline",
+    "globfile",
+    "diffline",
+    "unknownarg",
+    "finaltext",
+    "runerror",
+];
+
+/// Three Cursor CLI runs that carry [`HOSTILE`] in every place of [`PLACES`]: the first in all but
+/// the last two, the second only a final text (shown when no text streamed), the third a failed
+/// result; then a line that does not decode, whose error on stderr quotes [`HOSTILE`].
+fn every_place_run() -> Vec<u8> {
+    let sessions = ["0c7e5a31-9d2b-4f60-8a1e-5b3c7d9f2e42", "0c7e5a31-9d2b-4f60-8a1e-5b3c7d9f2e43"];
+    let mut lines = vec![
+        json!({"type": "system", "subtype": "init", "apiKeySource": "login", "cwd": "/home/dev/x",
+               "session_id": SESSION, "model": tagged("model"), "permissionMode": "default"}),
+        json!({"type": "user", "message": {"role": "user", "content": [{"type": "text", "text": tagged("prompt")}]},
+               "session_id": SESSION}),
+        json!({"type": "thinking", "subtype": "delta", "text": tagged("thinking"), "session_id": SESSION,
+               "timestamp_ms": 1_794_300_000_040_u64}),
+        json!({"type": "thinking", "subtype": "completed", "session_id": SESSION, "timestamp_ms": 1_794_300_000_050_u64}),
+        json!({"type": "assistant", "message": {"role": "assistant", "content": [{"type": "text",
+               "text": tagged("assistant")}]}, "session_id": SESSION, "timestamp_ms": 1_794_300_000_060_u64}),
+    ];
+    let shell = json!({"command": tagged("shellcmd"), "workingDirectory": "", "timeout": 1000});
+    let grep = json!({"pattern": tagged("greppattern"), "path": "/home/dev/x"});
+    let glob = json!({"targetDirectory": "/home/dev/x", "globPattern": "*"});
+    let read = json!({"path": format!("/home/dev/x/{}", tagged("readpath"))});
+    let edit = json!({"path": "/home/dev/x/e.txt", "streamContent": "x\n"});
+    let mcp = json!({"name": "local-echo", "args": {"text": "hi"}, "providerIdentifier": "local",
+                     "toolName": tagged("mcptool"), "serverIdentifier": "local"});
+    let calls = [
+        (
+            "shellToolCall",
+            shell.clone(),
+            json!({"success": {"command": "c", "workingDirectory": "", "exitCode": 0,
+            "signal": "", "stdout": format!("{}\nmore", tagged("stdout")), "stderr": tagged("stderr"),
+            "executionTime": 10, "interleavedOutput": ""}}),
+        ),
+        (
+            "readToolCall",
+            read,
+            json!({"success": {"content": format!("{}\nb\n", tagged("readcontent")),
+            "isEmpty": false, "exceededLimit": false, "totalLines": 2, "fileSize": 3, "path": "/home/dev/x/r",
+            "readRange": {"startLine": 1, "endLine": 2}}}),
+        ),
+        (
+            "mcpToolCall",
+            mcp,
+            json!({"success": {"content": [{"text": {"text": tagged("mcpresult")}}], "isError": false}}),
+        ),
+        (
+            "readToolCall",
+            json!({"path": "/home/dev/x/missing"}),
+            json!({"error": {"errorMessage": tagged("toolerror")}}),
+        ),
+        (
+            "grepToolCall",
+            grep,
+            json!({"success": {"pattern": "p", "path": "/home/dev/x", "outputMode": "content",
+            "workspaceResults": {"/home/dev/x": {"content": {"matches": [{"file": "f.txt", "matches": [
+                {"lineNumber": 1, "content": tagged("grepline"), "contentTruncated": false, "isContextLine": false}]}],
+            "totalLines": 1, "totalMatchedLines": 1}}}}}),
+        ),
+        (
+            "globToolCall",
+            glob,
+            json!({"success": {"pattern": "*", "path": "/home/dev/x", "files": [tagged("globfile")],
+            "totalFiles": 1}}),
+        ),
+        (
+            "editToolCall",
+            edit,
+            json!({"success": {"path": "/home/dev/x/e.txt", "linesAdded": 1, "linesRemoved": 0,
+            "diffString": format!("--- /dev/null\n+++ b/e.txt\n@@ -1,0 +1 @@\n+{}", tagged("diffline")),
+            "message": "wrote"}}),
+        ),
+        ("fooBarToolCall", json!({"what": tagged("unknownarg")}), json!({"success": {"out": "done"}})),
+    ];
+    for (n, (tool, args, result)) in calls.into_iter().enumerate() {
+        let call = format!("call-place-{n}\nfc_place_{n}");
+        // Two seconds apart: the shell call gets its lifecycle line first.
+        let at = 1_794_300_001_000_u64 + 3_000 * n as u64;
+        lines.push(json!({"type": "tool_call", "subtype": "started", "call_id": call,
+            "tool_call": {tool: {"args": args}, "toolCallId": call}, "session_id": SESSION, "timestamp_ms": at}));
+        lines.push(json!({"type": "tool_call", "subtype": "completed", "call_id": call,
+            "tool_call": {tool: {"args": args, "result": result}, "toolCallId": call}, "session_id": SESSION,
+            "timestamp_ms": at + 2_000}));
+    }
+    lines.push(json!({"type": "result", "subtype": "success", "duration_ms": 300, "is_error": false,
+        "result": "done", "session_id": SESSION, "request_id": "places"}));
+    for (session, (subtype, is_error, tag)) in
+        sessions.iter().zip([("success", false, "finaltext"), ("error", true, "runerror")])
+    {
+        lines.push(json!({"type": "system", "subtype": "init", "apiKeySource": "login", "cwd": "/home/dev/x",
+            "session_id": session, "model": "m", "permissionMode": "default"}));
+        lines.push(json!({"type": "user", "message": {"role": "user", "content": [{"type": "text", "text": "go"}]},
+            "session_id": session}));
+        lines.push(json!({"type": "result", "subtype": subtype, "duration_ms": 300, "is_error": is_error,
+            "result": tagged(tag), "session_id": session, "request_id": "places"}));
+    }
+    lines.push(json!({"type": "assistant", "message": tagged("decodeerror"), "session_id": SESSION}));
+    let mut out = Vec::new();
+    for l in lines {
+        out.extend_from_slice(l.to_string().as_bytes());
+        out.push(b'\n');
+    }
+    out
+}
+
+/// Nothing a terminal acts on, and no remnant of [`HOSTILE`]'s escape sequences.
+fn unsafe_on_a_terminal(s: &str) -> Vec<String> {
+    toolstream_testkit::terminal::unsafe_on_a_terminal(s, &["]0;", "]8;", "[2J", "31m"])
+}
+
+/// Nothing a terminal acts on (text may quote an escape sequence escaped, as `\u{1b}[2J`).
+fn terminal_controls(s: &str) -> Vec<String> {
+    toolstream_testkit::terminal::unsafe_on_a_terminal(s, &[])
+}
+
+#[test]
+fn every_place_a_stream_carries_text_reaches_the_terminal_safe() {
+    // Read from a file whose name is hostile too (a name holds no `/`): stderr names it with the
+    // decode error.
+    let dir = common::tempdir();
+    let file = dir.join(tagged("filename").replace('/', "_"));
+    std::fs::write(&file, every_place_run()).unwrap();
+    let name = file.to_str().unwrap();
+    let s = toolstream_sinks::cards::Style::new(true);
+    let ours = [s.reset, s.bold, s.dim, s.red, s.green, s.yellow, s.cyan];
+    for color in ["never", "always"] {
+        for expanded in [false, true] {
+            let mut args = vec!["replay", "--color", color, name];
+            if expanded {
+                args.push("--expanded");
+            }
+            let run = common::toolstream(&args, None);
+            assert_eq!(run.code, 1, "{args:?}: {}", run.stderr);
+            let err = &run.stderr;
+            assert_eq!(terminal_controls(err), Vec::<String>::new(), "{args:?}: {err:?}");
+            assert!(err.contains("could not be decoded"), "{args:?}: {err:?}");
+            // The file name is shown with its escape sequences removed whole ...
+            let shown_name = err.split("filename<").nth(1).and_then(|rest| rest.split(">:").next());
+            let shown_name = shown_name.unwrap_or_else(|| panic!("{args:?}: file name not on stderr: {err:?}"));
+            assert_eq!(unsafe_on_a_terminal(shown_name), Vec::<String>::new(), "{args:?}: {err:?}");
+            // ... and the decode error quotes the line's text escaped (`\u{1b}`, `\u{202e}`).
+            assert!(err.contains(r"decodeerror<\u{202a}"), "{args:?}: {err:?}");
+            assert!(err.contains(r"\u{1b}]0;PWNED"), "{args:?}: {err:?}");
+            let mut out = run.stdout.clone();
+            for code in ours {
+                out = out.replace(code, "");
+            }
+            assert_eq!(unsafe_on_a_terminal(&out), Vec::<String>::new(), "{args:?}:\n{out}");
+            if expanded {
+                for place in PLACES {
+                    assert!(out.contains(&format!("{place}<")), "{args:?}: {place} not shown in\n{out}");
+                }
+                // A lifecycle line showed the shell command.
+                assert!(out.contains("… Cursor shell: shellcmd<"), "{out}");
+            }
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn stderr_quotes_file_names_sink_specs_and_decode_errors_without_escapes() {
+    let dir = common::tempdir();
+    let evil = "x\x1b]0;evil\x07\u{202E}\x1b[2Jy.jsonl";
+    let file = dir.join(evil);
+    let name = file.to_str().unwrap();
+    let check = |what: &str, run: &common::Run, code: i32, says: &str| {
+        assert_eq!(run.code, code, "{what}: {}", run.stderr);
+        assert!(run.stderr.contains(says), "{what}: {:?}", run.stderr);
+        assert_eq!(unsafe_on_a_terminal(&run.stderr), Vec::<String>::new(), "{what}: {:?}", run.stderr);
+    };
+    // A file that is not there.
+    check("missing file", &common::toolstream(&["replay", name], None), 2, "No such file");
+    check("stats, missing file", &common::toolstream(&["stats", name], None), 2, "No such file");
+    // A file whose line does not decode: the error names the file.
+    std::fs::write(&file, "{not json\n").unwrap();
+    check("decode error", &common::toolstream(&["replay", name], None), 1, "could not be decoded");
+    let stats = common::toolstream(&["stats", name], None);
+    check("stats, decode error", &stats, 1, "");
+    assert_eq!(unsafe_on_a_terminal(&stats.stdout), Vec::<String>::new(), "{:?}", stats.stdout);
+    // The debug log quotes the file name too.
+    let logged = common::toolstream_env(&["replay", name], None, &[("TOOLSTREAM_LOG", "debug")]);
+    check("debug log", &logged, 1, "reading source");
+    // A sink whose file cannot be created: the error names the sink spec.
+    let demo = common::example("demo.jsonl");
+    let sink = format!("jsonl={}/{evil}/trace.jsonl", dir.display());
+    let run = common::toolstream(&["replay", "--sink", &sink, demo.to_str().unwrap()], None);
+    check("sink spec", &run, 2, "trace.jsonl");
+    // A sink spec the command line rejects.
+    let run = common::toolstream(&["replay", "--sink", &format!("bogus{evil}"), demo.to_str().unwrap()], None);
+    check("usage error", &run, 2, "--sink");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `serve openai` names the file it keeps its key in on stderr: a path from `XDG_CONFIG_HOME`
+/// with escape sequences in it is shown without them, and the key is still printed once.
+#[test]
+fn serve_names_its_key_file_without_escapes() {
+    use std::io::BufRead;
+    let dir = common::tempdir();
+    let xdg = dir.join("x\x1b]0;evil\x07\u{202E}\x1b[2Jy");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_toolstream"))
+        .args(["serve", "openai", "--addr", "127.0.0.1:0", "--replay"])
+        .arg(common::example("exec-demo.jsonl"))
+        .env("XDG_CONFIG_HOME", &xdg)
+        .env("TOOLSTREAM_OPENAI_API_KEY", "")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pipe = child.stderr.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(pipe).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    let mut stderr = Vec::new();
+    while let Ok(line) = rx.recv_timeout(Duration::from_secs(60)) {
+        let serving = line.contains("serving OpenAI chat completions");
+        stderr.push(line);
+        if serving {
+            break;
+        }
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    let stderr = stderr.join("\n");
+    let key = std::fs::read_to_string(xdg.join("toolstream/openai-api-key")).unwrap();
+    assert_eq!(stderr.matches(key.trim()).count(), 1, "{stderr:?}");
+    assert!(stderr.contains("serving OpenAI"), "{stderr:?}");
+    assert_eq!(unsafe_on_a_terminal(&stderr), Vec::<String>::new(), "{stderr:?}");
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
@@ -78,7 +337,7 @@ fn untrusted_text_reaches_the_terminal_without_controls() {
         assert!(!out.contains('\x1b'), "{extra:?}: ESC in\n{out:?}");
         assert!(!out.contains('\r'), "{extra:?}: CR in\n{out:?}");
         assert!(!out.contains('\x07'), "{extra:?}: BEL in\n{out:?}");
-        assert_eq!(controls(out), Vec::<char>::new(), "{extra:?}: controls in\n{out:?}");
+        assert_eq!(unsafe_on_a_terminal(out), Vec::<String>::new(), "{extra:?}: controls in\n{out:?}");
         // Only the prompt's first line is shown, and the second never.
         assert!(!out.contains("second line"), "{out}");
     }
@@ -97,7 +356,7 @@ fn with_colour_only_our_own_sgr_codes_are_escapes() {
             rest = rest.replace(code, "");
         }
         assert!(!rest.contains('\x1b'), "{extra:?}: foreign ESC in\n{:?}", run.stdout);
-        assert_eq!(controls(&rest), Vec::<char>::new(), "{extra:?}: controls in\n{:?}", run.stdout);
+        assert_eq!(unsafe_on_a_terminal(&rest), Vec::<String>::new(), "{extra:?}: controls in\n{:?}", run.stdout);
     }
 }
 

@@ -39,9 +39,10 @@ fn cargo_test_run(dir: &Path) -> (PathBuf, Vec<String>) {
     (path, names)
 }
 
-/// The text of the run's one `toolResult` in a pi session written by `replay` (plus `extra`).
-fn tool_result_text(recording: &Path, dir: &Path, extra: &[&str]) -> String {
-    let session = dir.join(format!("session{}.jsonl", extra.join("")));
+/// The text of the run's one `toolResult` in a pi session written by `replay` (plus `extra`) into a
+/// folder of its own (`pi-session=PATH` never replaces a file that exists).
+fn tool_result_text(recording: &Path, extra: &[&str]) -> String {
+    let session = common::tempdir().join("session.jsonl");
     let spec = format!("pi-session={}", session.display());
     let mut args = vec!["replay", "--sink", spec.as_str()];
     args.extend_from_slice(extra);
@@ -63,19 +64,19 @@ fn every_failing_test_of_a_5000_line_cargo_test_reaches_pis_model_with_and_witho
     let dir = common::tempdir();
     let (recording, names) = cargo_test_run(&dir);
     assert_eq!(names.len(), 17);
-    // Each run writes its own session (pi-session refuses to replace one without --force).
-    let plain = tool_result_text(&recording, &dir, &[]);
-    let compacted = tool_result_text(&recording, &dir, &["--compact"]);
-    for (extra, text) in [("plain", &plain), ("--compact", &compacted)] {
+    for extra in [&[][..], &["--compact"][..]] {
+        let text = tool_result_text(&recording, extra);
         let missing: Vec<&String> = names.iter().filter(|n| !text.contains(n.as_str())).collect();
-        assert!(missing.is_empty(), "{extra}: {} of 17 failing tests missing: {missing:?}", missing.len());
-        assert!(text.ends_with("Command exited with code 101"), "{extra}: {}", &text[text.len() - 200..]);
-        assert!(text.contains("test result: FAILED. 4983 passed; 17 failed"), "{extra}");
+        assert!(missing.is_empty(), "{extra:?}: {} of 17 failing tests missing: {missing:?}", missing.len());
+        assert!(text.ends_with("Command exited with code 101"), "{extra:?}: {}", &text[text.len() - 200..]);
+        assert!(text.contains("test result: FAILED. 4983 passed; 17 failed"), "{extra:?}");
     }
     // Without compaction: the last lines as pi's bash keeps them, with its note.
+    let plain = tool_result_text(&recording, &[]);
     assert!(plain.contains("\n\n[Showing lines "), "{}", &plain[..200]);
     assert!(!plain.contains("module_001::tests::case_0000001 ... ok"), "the first lines are left out");
     // With it: compacted from the whole output, so the passing tests are gone (not cut off).
+    let compacted = tool_result_text(&recording, &["--compact"]);
     assert!(!compacted.contains(" ... ok"), "{}", &compacted[..200.min(compacted.len())]);
     assert!(compacted.len() < plain.len() / 4, "{} vs {}", compacted.len(), plain.len());
     let _ = std::fs::remove_dir_all(&dir);

@@ -8,6 +8,7 @@ pub mod cursor_exec;
 pub mod cursor_hooks;
 pub mod cursor_sdk;
 pub mod cursor_transcript;
+pub mod display;
 pub mod event;
 pub mod ids;
 pub mod iso_time;

@@ -1,6 +1,7 @@
 //! The terminal cards sink (SPEC §9.4, §8): untrusted text (prompt, model, streamed text and
-//! thinking, expanded bodies, every other string it lays out) never reaches the terminal with raw
-//! escape sequences or control characters, and cut diffs say `... (N more diff lines hidden)`.
+//! thinking, expanded bodies, every other string it lays out) never reaches the terminal with
+//! escape sequences (or what is left of them), control characters or bidi controls, and cut diffs
+//! say `... (N more diff lines hidden)`.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::sync::Arc;
@@ -14,8 +15,10 @@ use toolstream_schemas::{
 use toolstream_sinks::cards::{CardsOptions, CardsSink, Style};
 use toolstream_sinks::Sink;
 
-/// OSC title, clear screen, CR, BEL, BS, DEL, NEL and CSI (C1), U+2028/2029, a DCS string.
-const EVIL: &str = "A\x1b]0;PWNED\x07B\x1b[2JC\rD\x08E\x7fF\u{85}G\u{9b}31mH\u{2028}I\u{2029}J\x1bPdcs\x1b\\K";
+/// OSC title, clear screen, CR, BEL, BS, DEL, NEL and CSI (C1), U+2028/2029, a DCS string, a bidi
+/// override and a bidi isolate.
+const EVIL: &str =
+    "A\x1b]0;PWNED\x07B\x1b[2JC\rD\x08E\x7fF\u{85}G\u{9b}31mH\u{2028}I\u{2029}J\x1bPdcs\x1b\\K\u{202E}L\u{2066}M";
 
 fn run() -> Arc<RunId> {
     Arc::new(RunId { session: "0a3c5e7f-0000-4000-8000-000000000001".into(), seq: 1 })
@@ -112,24 +115,25 @@ fn hostile_events() -> Vec<OutputEvent> {
     ]
 }
 
-/// Control characters a terminal could act on (C0 but `\n`, DEL, C1) and U+2028/2029.
-fn controls(s: &str) -> Vec<char> {
-    s.chars().filter(|&c| c != '\n' && (c.is_control() || c == '\u{2028}' || c == '\u{2029}')).collect()
+/// Nothing a terminal acts on, and no remnant of [`EVIL`]'s escape sequences.
+fn controls(s: &str) -> Vec<String> {
+    toolstream_testkit::terminal::unsafe_on_a_terminal(s, &["]0;", "[2J", "31m", "Pdcs"])
 }
 
 #[test]
 fn no_control_characters_reach_the_terminal() {
     for expanded in [false, true] {
         let out = render(&hostile_events(), CardsOptions { expanded, color: false });
-        assert_eq!(controls(&out), Vec::<char>::new(), "expanded={expanded}:\n{out:?}");
+        assert_eq!(controls(&out), Vec::<String>::new(), "expanded={expanded}:\n{out:?}");
         for part in ["model A", "> ask A", "think A", "text A", "T A", "L A", "P A", "$ make A", "E A"] {
             assert!(out.contains(part), "expanded={expanded}: {part} missing in\n{out}");
         }
         // `\n` is kept where text is multi-line; CRLF ends a line like LF.
-        assert!(out.contains("K\nend\n"), "{out:?}");
+        assert!(out.contains("M\nend\n"), "{out:?}");
         assert!(out.contains("\n┆ more\n"), "{out:?}");
         if expanded {
-            assert!(out.contains("    out A ]0;PWNED B [2JC D E F G 31mH I J Pdcs \\K\n    line two A"), "{out:?}");
+            // Escape sequences are removed whole; other controls are spaces.
+            assert!(out.contains("    out ABC D E F GH I JK L M\n    line two A"), "{out:?}");
             // Tabs still expand to three spaces.
             assert!(out.contains("\n       indented\n"), "{out:?}");
         }
@@ -147,7 +151,7 @@ fn with_colour_only_our_own_codes_are_escapes() {
         for code in ours {
             rest = rest.replace(code, "");
         }
-        assert_eq!(controls(&rest), Vec::<char>::new(), "expanded={expanded}:\n{out:?}");
+        assert_eq!(controls(&rest), Vec::<String>::new(), "expanded={expanded}:\n{out:?}");
     }
 }
 
@@ -162,8 +166,9 @@ fn prompt_line_is_the_first_non_blank_line_cleaned_and_bounded() {
     let line = out.lines().nth(1).unwrap();
     assert!(line.starts_with("> ppp"), "{line:?}");
     assert_eq!(line.chars().count(), 2 + 240, "{line:?}");
-    assert!(line.ends_with("p ]0;x qqq…"), "{line:?}");
-    assert_eq!(controls(&out), Vec::<char>::new(), "{out:?}");
+    // The OSC title is removed whole; the line is cut to 240 chars.
+    assert!(line.ends_with(&format!("p{}…", "q".repeat(9))), "{line:?}");
+    assert_eq!(controls(&out), Vec::<String>::new(), "{out:?}");
     assert!(!out.contains("second line"));
 }
 

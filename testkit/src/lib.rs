@@ -3,7 +3,9 @@
 //! fixture is a failure (`TOOLSTREAM_REQUIRE_FIXTURES=1`); run by hand without it, the test says
 //! so on stderr and skips.
 
+pub mod fuzz;
 pub mod synthetic;
+pub mod terminal;
 
 use std::path::{Path, PathBuf};
 

@@ -8,11 +8,9 @@ use std::borrow::Cow;
 use std::io;
 
 use serde_json::Value;
+use toolstream_schemas::display::{display_body_chars, display_line_chars};
+pub use toolstream_schemas::display::{display_line, truncate_chars, DISPLAY_LINE_CHARS, ELLIPSIS};
 
-/// The ellipsis that ends a cut line.
-pub const ELLIPSIS: char = '…';
-/// Max chars of a display line (titles, labels, summaries).
-pub const DISPLAY_LINE_CHARS: usize = 240;
 /// Max chars of a transcript text.
 pub const TRANSCRIPT_MAX_CHARS: usize = 24_000;
 /// Max lines of a transcript text.
@@ -27,8 +25,6 @@ pub const PREVIEW_MAX_LINES: usize = 8;
 pub const PREVIEW_MAX_CHARS: usize = 4_000;
 /// Max chars of one collapsed preview line (also diff preview lines).
 pub const PREVIEW_LINE_CHARS: usize = 240;
-/// How many spaces a tab expands to in previews.
-pub const TAB_WIDTH: usize = 3;
 /// Max `key: value` lines of the unknown-tool fallback.
 pub const FALLBACK_MAX_ARGS: usize = 8;
 /// Array items shown per fallback arg before `+N more`.
@@ -56,18 +52,7 @@ pub const THINKING_TRUNCATED_MARKER: &str = "[Cursor activity trace truncated]";
 const FALLBACK_VALUE_BYTES: usize = 1_024;
 
 // ------------------------------------------------------------------------------------------------
-// Characters and lines.
-
-/// Bidirectional formatting controls (they can reorder what a terminal shows).
-fn is_bidi_control(c: char) -> bool {
-    matches!(c, '\u{200E}' | '\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
-}
-
-/// Characters a display line shows as a space: control characters, U+2028/U+2029 and bidi
-/// controls.
-fn is_display_control(c: char) -> bool {
-    c.is_control() || c == '\u{2028}' || c == '\u{2029}' || is_bidi_control(c)
-}
+// Lines.
 
 /// Number of lines in `s` (as [`str::lines`] counts them: a final line ending adds no line).
 pub fn count_lines(s: &str) -> usize {
@@ -76,27 +61,6 @@ pub fn count_lines(s: &str) -> usize {
     }
     let newlines = s.bytes().filter(|&b| b == b'\n').count();
     newlines + usize::from(!s.ends_with('\n'))
-}
-
-/// `s` cut to at most `max_chars` chars, ending with `…` when cut.
-pub fn truncate_chars(s: &str, max_chars: usize) -> Cow<'_, str> {
-    let mut kept_end = 0;
-    for (n, (i, c)) in s.char_indices().enumerate() {
-        if n == max_chars {
-            if max_chars == 0 {
-                // Owned: the result differs from `s`.
-                return Cow::Owned(String::new());
-            }
-            let mut out = String::with_capacity(kept_end + ELLIPSIS.len_utf8());
-            out.push_str(&s[..kept_end]);
-            out.push(ELLIPSIS);
-            return Cow::Owned(out);
-        }
-        if n + 1 < max_chars {
-            kept_end = i + c.len_utf8();
-        }
-    }
-    Cow::Borrowed(s)
 }
 
 /// Ends `s` with `…` within `max_chars` chars (it marks that something was left out).
@@ -114,64 +78,14 @@ fn end_with_ellipsis(mut s: String, max_chars: usize) -> String {
     s
 }
 
-/// One display line: control characters and U+2028/U+2029 become spaces, whitespace runs collapse
-/// to one space, the ends are trimmed, and the result is cut to `max_chars` chars with `…` as the
-/// last char when cut.
-pub fn display_line(s: &str, max_chars: usize) -> String {
-    display_line_chars(s.chars(), max_chars)
-}
-
-fn display_line_chars(chars: impl Iterator<Item = char>, max_chars: usize) -> String {
-    let mut out = String::new();
-    let mut count = 0usize;
-    let mut pending_space = false;
-    for c in chars {
-        if c.is_whitespace() || is_display_control(c) {
-            pending_space = count > 0;
-            continue;
-        }
-        let need = 1 + usize::from(pending_space);
-        if count + need > max_chars {
-            // More content remains: mark the cut.
-            if max_chars == 0 {
-                return out;
-            }
-            if count == max_chars {
-                out.pop();
-            }
-            let trimmed = out.trim_end().len();
-            out.truncate(trimmed);
-            out.push(ELLIPSIS);
-            return out;
-        }
-        if pending_space {
-            out.push(' ');
-            count += 1;
-            pending_space = false;
-        }
-        out.push(c);
-        count += 1;
-    }
-    out
-}
-
-/// One preview line: tabs → 3 spaces, other control characters (and U+2028/U+2029) → space,
-/// indentation kept; cut to `max_chars` chars with `…`. Returns the line and its char count.
+/// One preview line: display body text (SPEC §8: escape sequences removed, tabs → 3 spaces,
+/// other control characters, bidi controls and U+2028/U+2029 → space), indentation kept; cut to
+/// `max_chars` chars with `…`. Returns the line and its char count.
 fn preview_line_counted(line: &str, max_chars: usize) -> (String, usize) {
     if shown_as_is(line, max_chars) {
         return (line.to_owned(), line.len());
     }
-    let cleaned = line.chars().flat_map(|c| {
-        let (shown, width) = if c == '\t' {
-            (' ', TAB_WIDTH)
-        } else if is_display_control(c) {
-            (' ', 1)
-        } else {
-            (c, 1)
-        };
-        (0..width).map(move |_| shown)
-    });
-    collect_bounded(cleaned, max_chars)
+    collect_bounded(display_body_chars(line), max_chars)
 }
 
 /// Collects at most `max_chars` chars; when more follow, the last kept char becomes `…`.
@@ -686,39 +600,6 @@ mod tests {
     use serde_json::json;
 
     #[test]
-    fn display_line_cleans_and_collapses() {
-        assert_eq!(display_line("  a\t\tb\r\n c\u{2028}d\u{0}e  ", 240), "a b c d e");
-        assert_eq!(display_line("\u{202E}evil", 240), "evil");
-        assert_eq!(display_line("", 240), "");
-        assert_eq!(display_line(" \n\t ", 240), "");
-    }
-
-    #[test]
-    fn display_line_truncates_with_ellipsis() {
-        assert_eq!(display_line("abcdef", 6), "abcdef");
-        assert_eq!(display_line("abcdefg", 6), "abcde…");
-        assert_eq!(display_line("abcd efgh", 6), "abcd…");
-        assert_eq!(display_line("abc   ", 3), "abc");
-        assert_eq!(display_line("ééééé", 3), "éé…");
-        assert_eq!(display_line("x", 0), "");
-        assert_eq!(display_line("xy", 1), "…");
-        let long = "a".repeat(1000);
-        let out = display_line(&long, DISPLAY_LINE_CHARS);
-        assert_eq!(out.chars().count(), 240);
-        assert!(out.ends_with('…'));
-    }
-
-    #[test]
-    fn truncate_chars_works() {
-        assert_eq!(truncate_chars("abc", 3), "abc");
-        assert_eq!(truncate_chars("abcd", 3), "ab…");
-        assert_eq!(truncate_chars("abcd", 1), "…");
-        assert_eq!(truncate_chars("abcd", 0), "");
-        assert_eq!(truncate_chars("", 0), "");
-        assert_eq!(truncate_chars("日本語です", 4), "日本語…");
-    }
-
-    #[test]
     fn shell_output_keeps_its_last_2000_lines_as_pi_does() {
         let small = "a\nb\n";
         assert!(matches!(bound_shell_output(small), Cow::Borrowed(s) if s == small));
@@ -982,30 +863,6 @@ mod tests {
     }
 
     proptest! {
-        #[test]
-        fn display_line_bounded(s in any::<String>(), max in 0usize..300) {
-            let out = display_line(&s, max);
-            prop_assert!(out.chars().count() <= max);
-            prop_assert!(!out.chars().any(|c| is_display_control(c) || (c.is_whitespace() && c != ' ')));
-            prop_assert!(!out.contains("  "));
-            prop_assert_eq!(out.trim(), out.as_str());
-            // Idempotent once within bounds.
-            prop_assert_eq!(display_line(&out, max), out);
-        }
-
-        #[test]
-        fn truncate_bounded(s in any::<String>(), max in 0usize..50) {
-            let out = truncate_chars(&s, max);
-            prop_assert!(out.chars().count() <= max);
-            if s.chars().count() <= max {
-                prop_assert_eq!(out.as_ref(), s.as_str());
-            } else if max > 0 {
-                prop_assert!(out.ends_with('…'));
-                let kept = &out[..out.len() - '…'.len_utf8()];
-                prop_assert!(s.starts_with(kept));
-            }
-        }
-
         #[test]
         fn preview_bounded(s in "(\\PC|\t|\n|\r){0,600}", expanded in any::<bool>()) {
             let p = preview(&s, expanded);

@@ -10,6 +10,7 @@ use std::path::Path;
 use std::sync::Mutex;
 
 use serde_json::{Map, Value};
+use toolstream_schemas::display::json_line;
 
 /// The stderr prefix of a diagnostic line.
 pub const STDERR_PREFIX: &str = "[toolstream:bridge]";
@@ -42,7 +43,10 @@ impl Diagnostics {
         }
         let line = render(event, fields);
         if self.stderr {
-            eprintln!("{STDERR_PREFIX} {line}");
+            // On a terminal: the same JSON, with any unsafe char in a string escaped.
+            if let Ok(safe) = json_line(&line) {
+                eprintln!("{STDERR_PREFIX} {safe}");
+            }
         }
         if let Some(file) = &self.file {
             if let Ok(mut f) = file.lock() {
@@ -54,14 +58,14 @@ impl Diagnostics {
     }
 }
 
-/// The JSON line of one diagnostic: `event` beside the fields.
-pub fn render(event: &str, fields: &Map<String, Value>) -> String {
+/// The JSON object of one diagnostic: `event` beside the fields.
+pub fn render(event: &str, fields: &Map<String, Value>) -> Value {
     let mut obj = Map::with_capacity(fields.len() + 1);
     obj.insert("event".into(), Value::from(event));
     for (k, v) in fields {
         obj.insert(k.clone(), v.clone());
     }
-    Value::Object(obj).to_string()
+    Value::Object(obj)
 }
 
 #[cfg(test)]
@@ -72,8 +76,7 @@ mod tests {
     #[test]
     fn lines_are_the_event_and_the_fields() {
         let Value::Object(fields) = json!({"runId": "r", "pendingCount": 1}) else { unreachable!() };
-        let line: Value = serde_json::from_str(&render("run_created", &fields)).unwrap();
-        assert_eq!(line, json!({"event": "run_created", "pendingCount": 1, "runId": "r"}));
+        assert_eq!(render("run_created", &fields), json!({"event": "run_created", "pendingCount": 1, "runId": "r"}));
     }
 
     #[test]

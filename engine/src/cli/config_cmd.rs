@@ -7,6 +7,7 @@ use std::io::{self, Write};
 use std::path::PathBuf;
 
 use clap::Args;
+use toolstream_schemas::display::{display_line, DISPLAY_LINE_CHARS};
 
 use crate::config::{Config, Origin};
 
@@ -84,19 +85,26 @@ pub fn docs_tables() -> String {
         .join("\n")
 }
 
-/// `config file: …` then an aligned `NAME  VALUE  FROM  ENV` table.
+/// `config file: …` then an aligned `NAME  VALUE  FROM  ENV` table. Values and where they came
+/// from (file names, environment values) are shown as display lines (SPEC §8).
 fn table(config: &Config) -> String {
+    let shown = |s: &str| display_line(s, DISPLAY_LINE_CHARS);
     let mut out = match &config.config_file.value {
         Some(path) => {
             let from = match &config.config_file.origin {
                 Origin::Default => "found by the default search".to_owned(),
                 other => other.to_string(),
             };
-            format!("config file: {} ({from})\n\n", path.display())
+            format!("config file: {}\n\n", shown(&format!("{} ({from})", path.display())))
         }
         None => "config file: none\n\n".to_owned(),
     };
-    let rows: Vec<_> = config.entries().into_iter().filter(|(name, ..)| *name != "config_file").collect();
+    let rows: Vec<_> = config
+        .entries()
+        .into_iter()
+        .filter(|(name, ..)| *name != "config_file")
+        .map(|(name, value, from, env)| (name, shown(&value), shown(&from), env))
+        .collect();
     let width = |f: fn(&(&'static str, String, String, String)) -> usize, header: &str| {
         rows.iter().map(f).chain([header.chars().count()]).max().unwrap_or(0)
     };

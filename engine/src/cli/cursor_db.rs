@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 
 use clap::Args;
 use toolstream_actors::present::scrub::Scrubber;
+use toolstream_schemas::display::{display_line, DISPLAY_LINE_CHARS};
 use toolstream_schemas::iso_time::format_ms;
 
 use crate::cursor_db::{conversation_events, list, CursorDb};
@@ -46,7 +47,8 @@ pub struct CursorDbArgs {
     pub i_know_cursor_is_closed: bool,
 }
 
-/// `--list`: one line per conversation; exit status 0.
+/// `--list`: one line per conversation; exit status 0. What the database holds (ids, models,
+/// titles) is shown as display lines (SPEC §8).
 pub fn print_list(path: &Path, scrubber: &Scrubber) -> anyhow::Result<i32> {
     let db = CursorDb::open(path)?;
     let all = list(&db)?;
@@ -54,17 +56,18 @@ pub fn print_list(path: &Path, scrubber: &Scrubber) -> anyhow::Result<i32> {
     for c in &all {
         let time = |t: Option<u64>| t.map_or_else(|| "-".to_owned(), format_ms);
         let title = if c.unreadable { "(unreadable)".to_owned() } else { scrubber.scrub(&c.title).into_owned() };
+        let shown = |s: &str| display_line(s, DISPLAY_LINE_CHARS);
         println!(
             "{:<36}  {:<24}  {:<24}  {:>7}  {:<16}  {}",
-            c.id,
+            shown(&c.id),
             time(c.created_ms),
             time(c.updated_ms),
             c.bubbles,
-            c.model.as_deref().unwrap_or("-"),
-            title
+            shown(c.model.as_deref().unwrap_or("-")),
+            shown(&title)
         );
     }
-    eprintln!("toolstream: {} conversation(s) in {}", all.len(), path.display());
+    crate::say!("toolstream: {} conversation(s) in {}", all.len(), path.display());
     Ok(0)
 }
 

@@ -22,6 +22,7 @@ use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 use toolstream_actors::compact::classify::{normalize_command, shell_quote};
 use toolstream_schemas::cursor_hooks::HookEvent;
+use toolstream_schemas::display::{display_line, DISPLAY_LINE_CHARS};
 use toolstream_sinks::otel::config::{OtelConfig, Protocol};
 use toolstream_sinks::pi_session::dir::SessionsRoot;
 
@@ -206,7 +207,7 @@ fn trailing_ours(text: &str) -> Result<Vec<String>, hooks_json::HooksError> {
 pub fn run_install(args: HostArgs) -> anyhow::Result<i32> {
     for s in &args.sinks {
         if let Err(e) = takes(s) {
-            eprintln!("toolstream: --sink {}: {e}", s.label());
+            crate::say!("toolstream: --sink {}: {e}", s.label());
             return Ok(2);
         }
     }
@@ -217,7 +218,7 @@ pub fn run_install(args: HostArgs) -> anyhow::Result<i32> {
     let mut command = format!("{} {}", shell_quote(&launcher), HOOK_ARGS.join(" "));
     let entries: Vec<(&str, String)> = if args.sinks.is_empty() {
         if !compact {
-            eprintln!("toolstream: nothing to install: no --sink to deliver to, and --no-compact");
+            crate::say!("toolstream: nothing to install: no --sink to deliver to, and --no-compact");
             return Ok(2);
         }
         vec![(HookEvent::PreToolUse.name(), hooks_json::entry_json(&command))]
@@ -331,7 +332,8 @@ pub fn run_doctor(args: HostArgs) -> anyhow::Result<i32> {
     }
     println!("health: broken");
     for p in &problems {
-        println!("- {p}");
+        // A problem may quote the file (its JSON error): a display line (SPEC §8).
+        println!("- {}", display_line(p, DISPLAY_LINE_CHARS));
     }
     Ok(1)
 }

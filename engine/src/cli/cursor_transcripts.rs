@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use toolstream_actors::present::scrub::Scrubber;
+use toolstream_schemas::display::{display_line, DISPLAY_LINE_CHARS};
 use toolstream_schemas::iso_time::format_ms;
 
 use super::cursor_db::CursorDbArgs;
@@ -21,7 +22,8 @@ pub fn folder(arg: &Path) -> anyhow::Result<PathBuf> {
     default_dir().context("HOME is not set: name the transcripts folder (--from-cursor-transcripts DIR)")
 }
 
-/// `--list`: one line per conversation; exit status 0.
+/// `--list`: one line per conversation; exit status 0. What the transcripts hold (ids, workspaces,
+/// prompts) is shown as display lines (SPEC §8).
 pub fn print_list(dir: &Path, scrubber: &Scrubber) -> anyhow::Result<i32> {
     let all = conversations(dir).with_context(|| format!("cannot read {}", dir.display()))?;
     println!("{:<36}  {:<24}  {:>5}  {:>9}  {:<32}  first prompt", "id", "updated", "turns", "subagents", "workspace");
@@ -33,17 +35,18 @@ pub fn print_list(dir: &Path, scrubber: &Scrubber) -> anyhow::Result<i32> {
             .map_or_else(|| "-".to_owned(), |d| format_ms(d.as_millis() as u64));
         let prompt = scrubber.scrub(s.first_query.lines().next().unwrap_or("")).into_owned();
         let workspace = s.workspace.as_deref().map_or_else(|| "-".to_owned(), |w| scrubber.scrub(w).into_owned());
+        let shown = |s: &str| display_line(s, DISPLAY_LINE_CHARS);
         println!(
             "{:<36}  {:<24}  {:>5}  {:>9}  {:<32}  {}",
-            c.id,
+            shown(&c.id),
             updated,
             s.turns,
             c.subagents.len(),
-            workspace,
-            prompt
+            shown(&workspace),
+            shown(&prompt)
         );
     }
-    eprintln!("toolstream: {} conversation(s) in {}", all.len(), dir.display());
+    crate::say!("toolstream: {} conversation(s) in {}", all.len(), dir.display());
     Ok(0)
 }
 

@@ -8,6 +8,7 @@ use std::io::Write;
 
 use clap::{Args, Subcommand};
 use serde::Serialize;
+use toolstream_schemas::display::{display_line, DISPLAY_LINE_CHARS};
 
 use super::{ByteSize, FormatArg, InputArgs};
 use crate::cursor_hooks::deliver::{deliver, due, read_spools, DeliverSettings, TurnState};
@@ -145,6 +146,8 @@ fn status(args: StatusArgs) -> anyhow::Result<i32> {
     for (id, c) in &st.conversations {
         let pending: Vec<String> = c.pending.iter().map(|(s, n)| format!("{n} → {s}")).collect();
         let pending = if pending.is_empty() { "-".to_owned() } else { pending.join(", ") };
+        let id = display_line(id, DISPLAY_LINE_CHARS);
+        let pending = display_line(&pending, DISPLAY_LINE_CHARS);
         println!("{id:<38} {:>7} {:>9} {:>6} {:>5} {:>5}  {pending}", c.events, c.bytes, c.turns, c.open, c.idle);
     }
     if st.pending.is_empty() {
@@ -157,7 +160,7 @@ fn status(args: StatusArgs) -> anyhow::Result<i32> {
     if !st.log.is_empty() {
         println!("hook log ({}):", paths.log_file().display());
         for l in &st.log {
-            println!("  {l}");
+            println!("  {}", display_line(l, DISPLAY_LINE_CHARS));
         }
     }
     Ok(0)

@@ -135,7 +135,7 @@ impl InputArgs {
             cfg.set_flag("shards", "--shards", n)?;
         }
         for w in &cfg.warnings {
-            eprintln!("toolstream: {w}");
+            crate::say!("toolstream: {w}");
         }
         Ok(cfg)
     }

@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 
 use clap::Args;
+use toolstream_schemas::display::{display_line, DISPLAY_LINE_CHARS};
 
 use super::InputArgs;
 use crate::cursor_models::{self, MODELS_ENV};
@@ -38,17 +39,19 @@ pub fn run(args: ModelsArgs) -> anyhow::Result<i32> {
     if args.json {
         println!("{}", serde_json::to_string(&models)?);
     } else {
-        let width = models.iter().map(|m| m.id.len()).max().unwrap_or(2).max(2);
+        // cursor-agent's listing is shown as display lines (SPEC §8).
+        let shown = |s: &str| display_line(s, DISPLAY_LINE_CHARS);
+        let width = models.iter().map(|m| shown(&m.id).chars().count()).max().unwrap_or(2).max(2);
         println!("{:<width$}  {:>10}  {:>10}  name", "id", "context", "max output");
         for m in &models {
-            println!("{:<width$}  {:>10}  {:>10}  {}", m.id, m.context_window, m.max_tokens, m.name);
+            println!("{:<width$}  {:>10}  {:>10}  {}", shown(&m.id), m.context_window, m.max_tokens, shown(&m.name));
         }
         let from = match source {
             cursor_models::ListSource::CursorAgent => format!("{} --list-models", agent.display()),
             cursor_models::ListSource::Cache => "cursor-agent's listing (cached)".to_owned(),
             cursor_models::ListSource::Environment => format!("${MODELS_ENV} (cursor-agent gave no listing)"),
         };
-        eprintln!("models from {from}; limits from the model table");
+        crate::say!("models from {from}; limits from the model table");
     }
     Ok(0)
 }

@@ -85,7 +85,7 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<i32> {
     let mut pipeline = match Pipeline::with_sinks(opts, plans) {
         Ok(p) => p,
         Err(PipelineError::Sink(e)) => {
-            eprintln!("toolstream: {e}");
+            crate::say!("toolstream: {e}");
             return Ok(2);
         }
         Err(e) => return Err(e.into()),
@@ -96,33 +96,33 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<i32> {
     let files = if args.files.is_empty() && !history { vec![PathBuf::from("-")] } else { args.files.clone() };
     let mut failed_read = false;
     if let Some(selected) = &transcripts {
-        let mut report = |e: &crate::decode::DecodeError| eprintln!("toolstream: {e}");
+        let mut report = |e: &crate::decode::DecodeError| crate::say!("toolstream: {e}");
         match cursor_transcripts::feed(&mut pipeline, selected, &mut report) {
             Ok(()) | Err(PipelineError::Cancelled) => {}
             Err(e @ PipelineError::Read { .. }) => {
-                eprintln!("toolstream: {e}");
+                crate::say!("toolstream: {e}");
                 failed_read = true;
             }
-            Err(e) => eprintln!("toolstream: {e}"),
+            Err(e) => crate::say!("toolstream: {e}"),
         }
     }
     if let Some((db, ids)) = &cursor_db {
-        let mut report = |e: &crate::decode::DecodeError| eprintln!("toolstream: {e}");
+        let mut report = |e: &crate::decode::DecodeError| crate::say!("toolstream: {e}");
         match cursor_db::feed(&mut pipeline, db, ids, &mut report) {
             Ok(Ok(()) | Err(PipelineError::Cancelled)) => {}
-            Ok(Err(e)) => eprintln!("toolstream: {e}"),
+            Ok(Err(e)) => crate::say!("toolstream: {e}"),
             Err(e) => {
-                eprintln!("toolstream: {e:#}");
+                crate::say!("toolstream: {e:#}");
                 failed_read = true;
             }
         }
     }
     for file in &files {
         let source = Source::from_arg(file);
-        let mut report = |e: &crate::decode::DecodeError| eprintln!("toolstream: {e}");
+        let mut report = |e: &crate::decode::DecodeError| crate::say!("toolstream: {e}");
         if let Err(e) = pipeline.run_source(&source, &mut report) {
             if !matches!(e, PipelineError::Cancelled) {
-                eprintln!("toolstream: {e}");
+                crate::say!("toolstream: {e}");
             }
             match e {
                 PipelineError::Read { .. } => failed_read = true,
@@ -146,10 +146,10 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<i32> {
 pub fn exit_report(stats: &Stats, failed_read: bool) -> i32 {
     report_to_stderr(&stats.sinks);
     for e in &stats.engine_errors {
-        eprintln!("toolstream: {e}");
+        crate::say!("toolstream: {e}");
     }
     if stats.decode_errors > 0 {
-        eprintln!("toolstream: {} line(s) could not be decoded ({} lines read)", stats.decode_errors, stats.lines);
+        crate::say!("toolstream: {} line(s) could not be decoded ({} lines read)", stats.decode_errors, stats.lines);
     }
     if failed_read {
         2

@@ -121,9 +121,12 @@ fn openai(args: OpenaiArgs) -> anyhow::Result<i32> {
         let (key, path, created) = stored_key(&dir)?;
         KeyChoice::Stored { key, path, created }
     };
-    eprintln!("{}", key.announce());
+    // Each line as a display line (SPEC §8): the path comes from HOME or XDG_CONFIG_HOME.
+    for line in key.announce().lines() {
+        crate::say!("{line}");
+    }
     if !allowed_origins.is_empty() {
-        eprintln!("toolstream: browser origins allowed: {allowed_origins}");
+        crate::say!("toolstream: browser origins allowed: {allowed_origins}");
     }
     // The server's own key is scrubbed from everything it answers, like the Cursor key.
     if let Some(key) = key.key() {

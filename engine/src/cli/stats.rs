@@ -4,6 +4,8 @@
 use std::io::{self, Write};
 use std::path::PathBuf;
 
+use toolstream_schemas::display::{display_line, json_line, DISPLAY_LINE_CHARS};
+
 use super::StatsArgs;
 use crate::pipeline::{Pipeline, PipelineError, Stats};
 use crate::source::Source;
@@ -22,7 +24,7 @@ pub fn run(args: StatsArgs) -> anyhow::Result<i32> {
         match pipeline.run_source(&source, &mut quiet) {
             Ok(()) => {}
             Err(e @ PipelineError::Read { .. }) => {
-                eprintln!("toolstream: {e}");
+                crate::say!("toolstream: {e}");
                 unreadable = true;
             }
             Err(
@@ -31,7 +33,7 @@ pub fn run(args: StatsArgs) -> anyhow::Result<i32> {
                 | PipelineError::Sink(_)
                 | PipelineError::Cancelled),
             ) => {
-                eprintln!("toolstream: {e}");
+                crate::say!("toolstream: {e}");
                 stopped = true;
                 break;
             }
@@ -42,15 +44,12 @@ pub fn run(args: StatsArgs) -> anyhow::Result<i32> {
         return Ok(2);
     }
     for e in &stats.engine_errors {
-        eprintln!("toolstream: {e}");
+        crate::say!("toolstream: {e}");
     }
     let code = if stopped || stats.decode_errors > 0 || !stats.engine_errors.is_empty() { 1 } else { 0 };
     let mut out = io::stdout().lock();
-    let written = if args.json {
-        writeln!(out, "{}", serde_json::to_string(&stats)?)
-    } else {
-        write!(out, "{}", table(&stats, &args.files))
-    };
+    let written =
+        if args.json { writeln!(out, "{}", json_line(&stats)?) } else { write!(out, "{}", table(&stats, &args.files)) };
     match written.and_then(|()| out.flush()) {
         Ok(()) => Ok(code),
         // The reader went away (`| head`): a quiet end, with the status the input earned.
@@ -59,16 +58,18 @@ pub fn run(args: StatsArgs) -> anyhow::Result<i32> {
     }
 }
 
+/// The counts as a table. Tool names and decode errors quote the input: each is shown as a
+/// display line (SPEC §8), a decode error as long as on stderr.
 fn table(s: &Stats, files: &[PathBuf]) -> String {
     let mut out = String::new();
-    let mut row = |k: &str, v: String| out.push_str(&format!("{k:<16} {v}\n"));
+    let mut row = |k: &str, v: String| out.push_str(&format!("{k:<16} {}\n", display_line(&v, DISPLAY_LINE_CHARS)));
     row("files", files.len().to_string());
     row("lines", s.lines.to_string());
     row("bytes", s.bytes.to_string());
     row("runs", s.output.runs.to_string());
     row("calls", s.output.calls.to_string());
     for (tool, n) in &s.output.calls_by_tool {
-        row(&format!("  {tool}"), n.to_string());
+        row(&format!("  {}", display_line(tool, DISPLAY_LINE_CHARS)), n.to_string());
     }
     row("error cards", s.output.error_cards.to_string());
     row("incomplete", s.output.incomplete_calls.to_string());
@@ -83,7 +84,7 @@ fn table(s: &Stats, files: &[PathBuf]) -> String {
     }
     row("decode errors", s.decode_errors.to_string());
     for e in &s.decode_error_samples {
-        out.push_str(&format!("  {e}\n"));
+        out.push_str(&format!("  {}\n", display_line(e, crate::stderr::MESSAGE_CHARS)));
     }
     out
 }

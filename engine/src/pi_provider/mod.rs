@@ -102,7 +102,7 @@ pub fn serve(opts: ProviderOptions) -> i32 {
             match ProviderBridge::start(&request.context.tools, move |call| feed.call(&call)) {
                 Ok(b) => b.map(Arc::new),
                 Err(e) => {
-                    eprintln!("toolstream: {e}; Cursor runs without pi's tools");
+                    crate::say!("toolstream: {e}; Cursor runs without pi's tools");
                     None
                 }
             }
@@ -168,22 +168,22 @@ pub fn serve(opts: ProviderOptions) -> i32 {
         tracing::error!("cannot read the protocol input: {e}");
     }
 
-    let mut report = |e: &crate::decode::DecodeError| eprintln!("toolstream: {e}");
+    let mut report = |e: &crate::decode::DecodeError| crate::say!("toolstream: {e}");
     let result = pipeline.run_source(&source, &mut report);
     if let Err(e) = &result {
         if !matches!(e, PipelineError::Cancelled) {
-            eprintln!("toolstream: {e}");
+            crate::say!("toolstream: {e}");
         }
     }
     let stats = pipeline.finish();
     for e in &stats.sink_errors {
-        eprintln!("toolstream: sink error: {e}");
+        crate::say!("toolstream: sink error: {e}");
     }
     // What the user's sinks dropped or lost (the provider's own failures are said above).
     report_to_stderr(stats.sinks.iter().filter(|s| user_sinks.contains(&s.sink)));
     let sinks_lost = stats.sinks.iter().any(|s| user_sinks.contains(&s.sink) && s.lost_anything());
     if stats.decode_errors > 0 {
-        eprintln!("toolstream: {} line(s) could not be decoded ({} lines read)", stats.decode_errors, stats.lines);
+        crate::say!("toolstream: {} line(s) could not be decoded ({} lines read)", stats.decode_errors, stats.lines);
     }
     if let Some(a) = &agent {
         a.kill();
@@ -217,7 +217,7 @@ fn exit_code(outcome: &Outcome) -> i32 {
 
 /// Deliver one failed message (`start` + `error`) and nothing else; returns `code`.
 fn fail(gate: &Gate, scrubber: &Scrubber, model: &str, msg: &str, code: i32) -> i32 {
-    eprintln!("toolstream: {}", scrubber.scrub(msg));
+    crate::say!("toolstream: {}", scrubber.scrub(msg));
     gate.push(failed_message_steps(model, now_ms(), false, &scrubber.scrub(msg)).map(Outgoing::Event));
     gate.end_input();
     match gate.wait() {

@@ -351,7 +351,7 @@ fn loss_json<S: serde::Serializer>(lost: &Option<SinkLoss>, ser: S) -> Result<S:
 /// Say on stderr, one line each, what every sink that failed, dropped or lost anything missed.
 pub fn report_to_stderr<'a>(sinks: impl IntoIterator<Item = &'a SinkSummary>) {
     for line in sinks.into_iter().filter_map(SinkSummary::report_line) {
-        eprintln!("toolstream: {line}");
+        crate::say!("toolstream: {line}");
     }
 }
 

@@ -2,17 +2,19 @@
 //! lines, and one card per call — a title line, then the collapsed preview or (`--expanded`) the
 //! full body, diffs with line numbers. Colour only when asked; plain output is byte-stable.
 //!
-//! Every string from the stream is untrusted: before it is written, control characters (C0 such as
-//! ESC, CR and BEL, DEL, C1) and U+2028/2029 become spaces and tabs three spaces, so an escape
-//! sequence in a prompt, a model name, assistant text or a tool's output can never act on the
-//! terminal. Only this sink's own colour codes ([`Style`]) are written as escapes.
+//! Every string from the stream is untrusted: before it is written it becomes display body text
+//! (SPEC §8, [`toolstream_schemas::display`]): escape sequences are removed, other control
+//! characters (C0 such as CR and BEL, DEL, C1), bidi controls and U+2028/2029 become spaces and
+//! tabs three spaces, so nothing in a prompt, a model name, assistant text or a tool's output can
+//! act on the terminal or reorder what it shows. Only this sink's own colour codes ([`Style`]) are
+//! written as escapes.
 
 mod style;
 
-use std::borrow::Cow;
 use std::io::Write;
 use std::sync::Arc;
 
+use toolstream_schemas::display::{display_body, display_line, truncate_chars, DISPLAY_LINE_CHARS};
 use toolstream_schemas::{Card, LineKind, Output, OutputEvent, RunId, RunStatus, RunTotals, StopReason};
 
 use crate::{Sink, SinkError};
@@ -29,9 +31,6 @@ pub struct CardsOptions {
 
 const BODY_INDENT: &str = "    ";
 const THINKING_PREFIX: &str = "┆ ";
-/// Bound of the prompt line and of the model name (SPEC §8 display lines).
-const PROMPT_CHARS: usize = 240;
-const TAB: &str = "   ";
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Open {
@@ -106,7 +105,7 @@ impl<W: Write + Send> CardsSink<W> {
             if self.at_line_start && kind == Open::Thinking {
                 write!(self.out, "{pre}{THINKING_PREFIX}{post}")?;
             }
-            write!(self.out, "{pre}{}{post}", clean_line(piece))?;
+            write!(self.out, "{pre}{}{post}", display_body(piece))?;
             self.at_line_start = false;
         }
         Ok(())
@@ -123,7 +122,7 @@ impl<W: Write + Send> CardsSink<W> {
     fn card(&mut self, card: &Card) -> std::io::Result<()> {
         let s = self.style;
         let (mark, color) = if card.is_error { ("✗", s.red) } else { ("●", s.green) };
-        let headline = clean_line(&card.headline);
+        let headline = display_line(&card.headline, DISPLAY_LINE_CHARS);
         self.line(&format!("{color}{mark}{reset} {bold}{headline}{reset}", reset = s.reset, bold = s.bold))?;
         // A card with a diff shows it (cut to 8 lines collapsed, 40 expanded); others their body.
         let is_diff = !card.diff.is_empty();
@@ -148,7 +147,7 @@ impl<W: Write + Send> CardsSink<W> {
                 writeln!(self.out)?;
                 continue;
             }
-            let text = clean_line(text);
+            let text = display_body(text);
             writeln!(self.out, "{BODY_INDENT}{color}{text}{reset}")?;
         }
         if hidden > 0 {
@@ -167,20 +166,19 @@ impl<W: Write + Send> CardsSink<W> {
         let s = self.style;
         match &ev.kind {
             Output::RunOpened { model, prompt, context, .. } => {
-                let model = model
-                    .as_deref()
-                    .map(|m| format!(" · {}", first_chars(clean_line(m).trim(), PROMPT_CHARS)))
-                    .unwrap_or_default();
+                let model =
+                    model.as_deref().map(|m| format!(" · {}", display_line(m, DISPLAY_LINE_CHARS))).unwrap_or_default();
                 // A subagent's run shows where it sits: inside its parent's task call.
                 let kind = if context.as_ref().is_some_and(|c| c.parent.is_some()) { "subagent run" } else { "run" };
                 self.line(&format!("{}── Cursor {kind} {}{model} ──{}", s.bold, ev.run.seq, s.reset))?;
                 // User text, shown as its first non-blank line. It may carry secrets: the run stage
                 // scrubs it before it gets here (sinks cannot see the scrubber); this only makes it
                 // terminal-safe and bounds it.
+                // Its inner spacing is kept (unlike a display line's), as the prompt was typed.
                 let first_line =
-                    prompt.as_deref().and_then(|p| p.lines().map(clean_line).find(|l| !l.trim().is_empty()));
+                    prompt.as_deref().and_then(|p| p.lines().map(display_body).find(|l| !l.trim().is_empty()));
                 if let Some(p) = first_line {
-                    self.line(&format!("{}> {}{}", s.cyan, first_chars(p.trim(), PROMPT_CHARS), s.reset))?;
+                    self.line(&format!("{}> {}{}", s.cyan, truncate_chars(p.trim(), DISPLAY_LINE_CHARS), s.reset))?;
                 }
             }
             Output::Text { delta, .. } => self.stream(&ev.run, Open::Text, delta)?,
@@ -191,11 +189,11 @@ impl<W: Write + Send> CardsSink<W> {
                 }
             }
             Output::LifecycleLine { title, label, .. } => {
-                let (title, label) = (clean_line(title), clean_line(label));
+                let (title, label) = (display_line(title, DISPLAY_LINE_CHARS), display_line(label, DISPLAY_LINE_CHARS));
                 self.line(&format!("{}… {title}: {label}{}", s.dim, s.reset))?;
             }
             Output::ShellProgress { stream, line, .. } => {
-                let line = clean_line(line);
+                let line = display_line(line, DISPLAY_LINE_CHARS);
                 self.line(&format!("{}{BODY_INDENT}Cursor shell {}: {line}{}", s.dim, stream.as_str(), s.reset))?;
             }
             Output::Card(card) => {
@@ -204,7 +202,7 @@ impl<W: Write + Send> CardsSink<W> {
             }
             Output::MessageEnded { stop_reason, error, .. } => match stop_reason {
                 StopReason::Error => {
-                    let msg = clean_line(error.as_deref().unwrap_or("error"));
+                    let msg = display_line(error.as_deref().unwrap_or("error"), DISPLAY_LINE_CHARS);
                     self.line(&format!("{}✗ error: {msg}{}", s.red, s.reset))?;
                 }
                 StopReason::Aborted => self.line(&format!("{}⊘ aborted{}", s.yellow, s.reset))?,
@@ -212,7 +210,6 @@ impl<W: Write + Send> CardsSink<W> {
             },
             Output::RunClosed { status, totals, .. } => {
                 let summary = run_summary(*status, totals);
-                let summary = clean_line(&summary);
                 self.line(&format!("{}── {summary} ──{}", s.bold, s.reset))?;
             }
             Output::MessageStarted { .. } | Output::IncompleteCall(_) | Output::Diagnostic { .. } => {}
@@ -266,58 +263,9 @@ fn run_summary(status: RunStatus, t: &RunTotals) -> String {
     parts.join(" · ")
 }
 
-/// Whether `c` may not reach the terminal as is: C0 (ESC, CR, BEL, tab, newline, …), DEL, C1 and
-/// the Unicode line/paragraph separators.
-fn is_unsafe(c: char) -> bool {
-    c.is_control() || c == '\u{2028}' || c == '\u{2029}'
-}
-
-/// One display line made terminal-safe: tabs → three spaces, every other control character
-/// (newlines included: callers split lines first) and U+2028/2029 → a space. Borrows when clean.
-fn clean_line(s: &str) -> Cow<'_, str> {
-    if !s.chars().any(is_unsafe) {
-        return Cow::Borrowed(s);
-    }
-    let mut out = String::with_capacity(s.len() + 8);
-    for c in s.chars() {
-        match c {
-            '\t' => out.push_str(TAB),
-            c if is_unsafe(c) => out.push(' '),
-            c => out.push(c),
-        }
-    }
-    Cow::Owned(out)
-}
-
-/// At most `n` characters of `s`, the last one `…` when cut.
-fn first_chars(s: &str, n: usize) -> String {
-    if s.chars().count() <= n {
-        return s.to_owned();
-    }
-    let mut cut: String = s.chars().take(n.saturating_sub(1)).collect();
-    cut.push('…');
-    cut
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn first_chars_cuts_on_char_boundaries() {
-        assert_eq!(first_chars("abc", 5), "abc");
-        assert_eq!(first_chars("abcdef", 3), "ab…");
-        assert_eq!(first_chars("ééé", 3), "ééé");
-        assert_eq!(first_chars("éééé", 3), "éé…");
-    }
-
-    #[test]
-    fn clean_line_neutralises_controls_and_expands_tabs() {
-        assert!(matches!(clean_line("plain ✓ text"), Cow::Borrowed(_)));
-        assert_eq!(clean_line("a\x1b[2Jb"), "a [2Jb");
-        assert_eq!(clean_line("\x1b]0;T\x07|\r|\n|\x7f|\u{85}|\u{9b}|\u{2028}|\u{2029}"), " ]0;T | | | | | | | ");
-        assert_eq!(clean_line("\ta\tb"), "   a   b");
-    }
 
     #[test]
     fn summary_mentions_errors_and_tokens() {

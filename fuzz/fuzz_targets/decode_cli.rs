@@ -1,0 +1,7 @@
+//! Fuzz target: framing and the CursorCli decoder (see `checks/decode.rs`).
+#![no_main]
+
+#[path = "../checks/decode.rs"]
+mod check;
+
+libfuzzer_sys::fuzz_target!(|data: &[u8]| check::check(data, toolstream::decode::Format::CursorCli));

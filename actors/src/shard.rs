@@ -1,18 +1,20 @@
 //! One shard's stages: their settings, the one definition of their chain (intake → shell delta →
-//! lifecycle → run → usage), and that chain pushed through without a runtime.
+//! lifecycle → run → usage), that chain started as actors, and pushed through without a runtime.
 
+use actix::Recipient;
 use toolstream_schemas::OutputEvent;
 
 use crate::intake::IntakeCore;
 use crate::item::Item;
 use crate::lifecycle::{LifecycleCore, DEFAULT_DEFER_MS};
+use crate::messages::Batch;
 use crate::present::card::Compaction;
 use crate::present::scrub::Scrubber;
 use crate::run::{
     Coordinator, CoordinatorConfig, DEFAULT_BATCH_SETTLE_MS, DEFAULT_USAGE_POLL_MS, DEFAULT_USAGE_WAIT_MS,
 };
 use crate::shell::ShellCore;
-use crate::stage::{Stage, Then};
+use crate::stage::{Chain, Stage, Then};
 use crate::usage::{UsageConfig, UsageCore};
 
 /// Settings of every stage of a shard.
@@ -71,7 +73,7 @@ impl ShardConfig {
 }
 
 /// The stages of one shard, in order: intake → shell delta → lifecycle → run → usage. The one
-/// definition of the chain: the binary starts it as actors ([`crate::stage::start_shard`]), tests
+/// definition of the chain: the binary starts it as actors ([`start_shard`]), tests
 /// and benches push through it directly ([`ShardCore`]).
 pub type ShardChain = Then<IntakeCore, Then<ShellCore, Then<LifecycleCore, Then<Coordinator, UsageCore>>>>;
 
@@ -81,6 +83,13 @@ pub fn shard_chain(cfg: &ShardConfig) -> ShardChain {
         IntakeCore::default(),
         Then::new(cfg.shell(), Then::new(cfg.lifecycle(), Then::new(cfg.run(), cfg.usage()))),
     )
+}
+
+/// Start the stages of a shard ([`shard_chain`]) on the current actix System, one actor each,
+/// delivering to `sink`. Returns the first stage's recipient. Must be called from within a
+/// running System.
+pub fn start_shard(cfg: &ShardConfig, sink: Recipient<Batch<OutputEvent>>) -> Recipient<Batch<Item>> {
+    shard_chain(cfg).start(sink)
 }
 
 /// A shard's stages pushed through without a runtime (the single-threaded path: tests, benches).

@@ -134,13 +134,6 @@ pub type RunActor = StageActor<Coordinator>;
 /// Usage accounting (SPEC §6c).
 pub type UsageActor = StageActor<UsageCore>;
 
-/// Start the stages of a shard ([`crate::shard::shard_chain`]) on the current actix System, one
-/// actor each, delivering to `sink`. Returns the first stage's recipient. Must be called from
-/// within a running System.
-pub fn start_shard(cfg: &crate::shard::ShardConfig, sink: Recipient<Batch<OutputEvent>>) -> Recipient<Batch<Item>> {
-    crate::shard::shard_chain(cfg).start(sink)
-}
-
 #[cfg(test)]
 mod tests {
     use std::sync::atomic::{AtomicUsize, Ordering};

@@ -6,8 +6,6 @@ use std::hint::black_box;
 
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
 use serde_json::value::RawValue;
-use toolstream::decode::framing::LineReader;
-use toolstream::decode::Decoder;
 use toolstream_actors::intake::IntakeCore;
 use toolstream_actors::item::{Item, RunOutput};
 use toolstream_actors::lifecycle::LifecycleCore;
@@ -16,6 +14,8 @@ use toolstream_actors::present::scrub::Scrubber;
 use toolstream_actors::run::Coordinator;
 use toolstream_actors::shell::ShellCore;
 use toolstream_actors::usage::UsageCore;
+use toolstream_engine::decode::framing::LineReader;
+use toolstream_engine::decode::Decoder;
 use toolstream_schemas::{CallIdent, InputEvent, OutputEvent, ResultStatus, Tool, ToolEvent, ToolKind, ToolResult};
 
 /// The allocator the `toolstream` binary uses, so these numbers are the binary's.

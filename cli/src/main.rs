@@ -23,11 +23,11 @@ fn main() {
         .with_env_filter(EnvFilter::try_from_env("TOOLSTREAM_LOG").unwrap_or_else(|_| EnvFilter::new("warn,rmcp=off")))
         .with_writer(std::io::stderr)
         // Fields quote input (file names, sink specs, errors): written as display lines.
-        .fmt_fields(toolstream::stderr::log_fields())
+        .fmt_fields(toolstream_engine::stderr::log_fields())
         // No ANSI escapes in logs that go to a file or a pipe.
         .with_ansi(std::io::stderr().is_terminal())
         .init();
-    let cli = match toolstream::cli::Cli::try_parse() {
+    let cli = match toolstream::commands::Cli::try_parse() {
         Ok(cli) => cli,
         // --help and --version: our own text, on stdout.
         Err(e) if !e.use_stderr() => e.exit(),
@@ -38,12 +38,12 @@ fn main() {
             std::process::exit(e.exit_code());
         }
     };
-    let code = match toolstream::cli::run(cli) {
+    let code = match toolstream::commands::run(cli) {
         Ok(code) => code,
         Err(e) => {
-            toolstream::say!("toolstream: {e:#}");
+            toolstream_engine::say!("toolstream: {e:#}");
             2
         }
     };
-    toolstream::cli::exit(code);
+    toolstream_engine::exit::exit(code);
 }

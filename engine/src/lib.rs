@@ -1,21 +1,15 @@
-//! toolstream: ingest Cursor agent event streams and deliver them, ordered, deduplicated,
-//! scrubbed and bounded, to pluggable sinks. This crate holds the sources, decoding, pipeline
-//! wiring and the CLI; the binary is `toolstream`.
+//! toolstream's pipeline: the sources, decoding (including the Cursor chat database reader), the
+//! clock, the shards, the sequencer, the sink runtime and the one settings table. Nothing here
+//! serves a network: the hosts of Cursor runs and the servers live in `toolstream-hosts`, the
+//! binary and its commands in `toolstream`.
 
-pub mod bench;
-pub mod bridge_server;
-pub mod cli;
 pub mod clock;
 pub mod config;
-pub mod conversation;
 pub mod cursor_db;
 pub mod cursor_hooks;
-pub mod cursor_models;
 pub mod cursor_transcripts;
 pub mod decode;
-pub mod local_http;
-pub mod openai_server;
-pub mod pi_provider;
+pub mod exit;
 pub mod pipeline;
 pub mod sequencer;
 pub mod shard;

@@ -10,8 +10,8 @@ use actix::prelude::*;
 use crossbeam_channel::{bounded, Receiver, Sender};
 use toolstream_actors::item::Item;
 use toolstream_actors::messages::{Batch, StageFailed};
+use toolstream_actors::shard::start_shard;
 use toolstream_actors::shard::ShardConfig;
-use toolstream_actors::stage::start_shard;
 use toolstream_schemas::OutputEvent;
 
 use crate::sequencer::SeqMsg;

@@ -1,13 +1,13 @@
 //! The decoder check: the fuzz targets `decode_cli`, `decode_sdk` and `decode_exec` run it on
-//! every input, and `engine/tests/fuzz_regressions.rs` on every input one of them once failed on.
+//! every input, and `engine/tests/suite/fuzz_regressions.rs` on every input one of them once failed on.
 //! Whatever the bytes and however they arrive, framing and decoding end without a panic, every
 //! line is framed once and in order, a decode error names the line it is about, and every byte is
 //! accounted for.
 
 use std::io::Read;
 
-use toolstream::decode::framing::{Frame, LineReader};
-use toolstream::decode::{Decoder, Format};
+use toolstream_engine::decode::framing::{Frame, LineReader};
+use toolstream_engine::decode::{Decoder, Format};
 
 /// A reader that hands out at most `size` bytes per read (a pipe, a slow producer).
 struct Chunks<'a> {

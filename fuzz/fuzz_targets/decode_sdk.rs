@@ -4,4 +4,4 @@
 #[path = "../checks/decode.rs"]
 mod check;
 
-libfuzzer_sys::fuzz_target!(|data: &[u8]| check::check(data, toolstream::decode::Format::CursorSdk));
+libfuzzer_sys::fuzz_target!(|data: &[u8]| check::check(data, toolstream_engine::decode::Format::CursorSdk));

@@ -22,8 +22,8 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use super::mcp_home::{McpHome, McpServer, APPROVE_FLAG};
-use crate::source::{LiveInput, Source};
+use crate::mcp_home::{McpHome, McpServer, APPROVE_FLAG};
+use toolstream_engine::source::{LiveInput, Source};
 
 /// Environment variable naming the cursor-agent binary.
 pub const AGENT_BIN_ENV: &str = "TOOLSTREAM_CURSOR_AGENT";

@@ -14,9 +14,10 @@ use std::thread::JoinHandle;
 use serde_json::Value;
 use tokio::sync::mpsc;
 use toolstream_actors::bridge::exposure::PiToolDef;
+use toolstream_schemas::{Card, ToolKind};
 
-use super::mcp_home::McpServer;
 use crate::bridge_server::{BridgeEvent, BridgeServer, BridgeServerOptions, BridgeSettings};
+use crate::mcp_home::McpServer;
 
 /// The name of the bridge in cursor-agent's MCP configuration: Cursor reports calls to it with
 /// this `providerIdentifier`, and their tool names start with `pi__`.
@@ -170,6 +171,12 @@ impl Drop for ProviderBridge {
 /// Whether a call id is a bridged pi tool call (not a replay).
 pub fn is_bridge_id(id: &str) -> bool {
     id.starts_with("cursor-pi-bridge-")
+}
+
+/// Whether `card` is Cursor's record of a call it made through the pi tool bridge.
+pub fn is_bridged_card(card: &Card) -> bool {
+    card.source_tool.kind() == Some(ToolKind::Mcp)
+        && card.args.get("toolName").and_then(|v| v.as_str()).is_some_and(|n| n.starts_with(MCP_PREFIX))
 }
 
 #[cfg(test)]

@@ -16,7 +16,7 @@
  *   starts chats of its own, so that neither side ever resumes turns the other one added.
  *
  * Otherwise no chat is resumed, and toolstream flattens the earlier conversation into the prompt
- * (the engine's `conversation` module; bounded, the oldest turns cut with a note). After `/new`
+ * (the `conversation` module of toolstream's hosts crate; bounded, the oldest turns cut with a note). After `/new`
  * the context is empty: nothing carries over.
  */
 

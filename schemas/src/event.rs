@@ -342,11 +342,17 @@ pub enum ResultStatus {
     Other(Box<str>),
 }
 
+/// Whether a `result` arm reports success: `success`, plus the tool-specific success arms
+/// `startSuccess` / `saveSuccess` / `discardSuccess` (recordScreen) and `complete` (await).
+pub fn is_success_arm(arm: &str) -> bool {
+    matches!(arm, "success" | "startSuccess" | "saveSuccess" | "discardSuccess" | "complete")
+}
+
 impl ResultStatus {
     /// The status for a CLI oneof key (`success`, `failure`, …).
     pub fn from_key(key: &str) -> ResultStatus {
         match key {
-            k if crate::cursor_cli::tool_models::is_success_arm(k) => ResultStatus::Success,
+            k if is_success_arm(k) => ResultStatus::Success,
             "failure" => ResultStatus::Failure,
             "rejected" => ResultStatus::Rejected,
             "error" => ResultStatus::Error,

@@ -8,11 +8,11 @@ use actix::{Actor, Context, Handler, MessageResult};
 use serde_json::{Map, Value};
 
 use super::exposure::ExposedTool;
-use super::{events, BridgeOut, BridgeQueue, BridgeQueueConfig, BridgeRequest, Refused};
-use crate::messages::{
+use super::messages::{
     BridgeAttachRun, BridgeCallTool, BridgeCancelMcpRequest, BridgeCancelRun, BridgeDisposeRun, BridgeEnqueue,
     BridgeExposeTools, BridgeListTools, BridgeNextDeadline, BridgePiToolResult, BridgeTick,
 };
+use super::{events, BridgeOut, BridgeQueue, BridgeQueueConfig, BridgeRequest, Refused};
 
 /// A `tools/call` named no tool the run exposes (SPEC §7: an `isError` result, not a queued call).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

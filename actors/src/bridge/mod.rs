@@ -5,11 +5,12 @@
 //! [`BridgeQueue`] is the pure core (no clock, no runtime: every method takes `now_ms`);
 //! [`BridgeQueueActor`] is the thin actix actor around it, also holding each run's exposed tools
 //! ([`exposure`]: which pi tools Cursor sees, under which MCP names). The MCP HTTP endpoint lives
-//! in the engine (`engine/src/bridge_server`).
+//! in the engine (`hosts/src/bridge_server`).
 
 mod actor;
 mod content;
 pub mod exposure;
+pub mod messages;
 mod queue;
 
 pub use actor::{BridgeQueueActor, UnknownTool};

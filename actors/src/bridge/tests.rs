@@ -577,7 +577,7 @@ proptest! {
 
 #[test]
 fn actor_times_out_and_refuses_a_stale_result() {
-    use crate::messages::{BridgeAttachRun, BridgeEnqueue, BridgeNextDeadline, BridgePiToolResult, BridgeTick};
+    use crate::bridge::messages::{BridgeAttachRun, BridgeEnqueue, BridgeNextDeadline, BridgePiToolResult, BridgeTick};
     use actix::Actor;
 
     actix::System::new().block_on(async {
@@ -613,7 +613,9 @@ fn actor_times_out_and_refuses_a_stale_result() {
 #[test]
 fn actor_exposes_tools_per_run_and_calls_them_by_mcp_name() {
     use crate::bridge::exposure::{expose, ExposureSettings, PiToolDef};
-    use crate::messages::{BridgeAttachRun, BridgeCallTool, BridgeDisposeRun, BridgeExposeTools, BridgeListTools};
+    use crate::bridge::messages::{
+        BridgeAttachRun, BridgeCallTool, BridgeDisposeRun, BridgeExposeTools, BridgeListTools,
+    };
     use actix::Actor;
 
     let defs: Vec<PiToolDef> =

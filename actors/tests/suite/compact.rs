@@ -3,7 +3,7 @@
 //! super-linear design — one 5 MB line, 5 MB of carriage-return redraws, 200,000 lines of one
 //! shape, a command line of 20,000 commands, 10,000 alternating tools —
 //! come out right (the time is measured in `benches/benches/compact.rs`, never asserted). The
-//! tokenjuice pairs run through the CLI (`engine/tests/compact_cli.rs`).
+//! tokenjuice pairs run through the CLI (`cli/tests/suite/compact_cli.rs`).
 
 use toolstream_actors::compact::classify::normalize_command;
 use toolstream_actors::compact::pipeline::LINE_MAX_CHARS;

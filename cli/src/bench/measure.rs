@@ -19,12 +19,12 @@ use toolstream_sinks::{Sink, SinkError};
 use toolstream_actors::item::Item;
 use toolstream_actors::shard::ShardCore;
 
-use crate::clock::EventTime;
-use crate::decode::framing::{Frame, LineReader};
-use crate::decode::Decoder;
-use crate::pipeline::{Pipeline, PipelineOptions};
-use crate::sinks::SinkSpec;
-use crate::source::Source;
+use toolstream_engine::clock::EventTime;
+use toolstream_engine::decode::framing::{Frame, LineReader};
+use toolstream_engine::decode::Decoder;
+use toolstream_engine::pipeline::{Pipeline, PipelineOptions};
+use toolstream_engine::sinks::SinkSpec;
+use toolstream_engine::source::Source;
 
 use super::otlp::{e2e_otlp, OtlpFigures};
 
@@ -136,7 +136,7 @@ pub enum MeasureError {
     #[error("cannot read {0}: {1}")]
     Read(PathBuf, std::io::Error),
     #[error("{0}")]
-    Engine(#[from] crate::pipeline::PipelineError),
+    Engine(#[from] toolstream_engine::pipeline::PipelineError),
     #[error("the e2e-otlp stage needs an OTLP sink: --sink otlp=URL")]
     NoSink,
 }

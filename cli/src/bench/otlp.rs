@@ -11,9 +11,9 @@
 use serde::{Deserialize, Serialize};
 use toolstream_sinks::SinkError;
 
-use crate::pipeline::{Pipeline, PipelineError, PipelineOptions, Stats};
-use crate::sinks::{SinkContext, SinkKind, SinkSpec, WhenFull};
-use crate::source::Source;
+use toolstream_engine::pipeline::{Pipeline, PipelineError, PipelineOptions, Stats};
+use toolstream_engine::sinks::{SinkContext, SinkKind, SinkSpec, WhenFull};
+use toolstream_engine::source::Source;
 
 /// What the OTLP stage adds to a measurement.
 #[derive(Clone, Debug, Serialize, Deserialize)]

@@ -17,7 +17,7 @@ use crate::bench::corpus::{self, CorpusSpec};
 use crate::bench::measure::{self, run_stage, Measurement, Stage};
 use crate::bench::otlp::bench_spec;
 use crate::bench::progress::Progress;
-use crate::sinks::SinkSpec;
+use toolstream_engine::sinks::SinkSpec;
 
 #[derive(Debug, Args)]
 pub struct BenchArgs {

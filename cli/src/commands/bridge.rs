@@ -14,7 +14,7 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 use toolstream_actors::bridge::exposure::PiToolDef;
 
-use crate::bridge_server::{BridgeEvent, BridgeServer, BridgeServerOptions, BridgeSettings};
+use toolstream_hosts::bridge_server::{BridgeEvent, BridgeServer, BridgeServerOptions, BridgeSettings};
 
 const AFTER_HELP: &str = "\
 Protocol (one JSON object per line):
@@ -80,7 +80,7 @@ pub fn run(args: BridgeArgs) -> anyhow::Result<i32> {
         .with_context(|| format!("{} is not a JSON array of pi tool definitions", args.tools.display()))?;
     let settings = BridgeSettings::from_env();
     for w in &settings.warnings {
-        crate::say!("toolstream bridge: {w}");
+        toolstream_engine::say!("toolstream bridge: {w}");
     }
     let opts = BridgeServerOptions { listen: args.listen, settings };
     actix::System::new().block_on(serve(opts, tools))
@@ -132,7 +132,7 @@ async fn serve(opts: BridgeServerOptions, tools: Vec<PiToolDef>) -> anyhow::Resu
             line = lines.recv() => match line {
                 None => break,
                 Some((n, Err(e))) => {
-                    crate::say!("toolstream bridge: stdin line {n}: {e}");
+                    toolstream_engine::say!("toolstream bridge: stdin line {n}: {e}");
                     break;
                 }
                 Some((n, Ok(line))) => answer(&server, n, &line).await,
@@ -153,9 +153,9 @@ async fn answer(server: &BridgeServer, n: usize, line: &str) {
     match serde_json::from_str::<In>(line) {
         Ok(In::BridgeResult { id, content, is_error }) => {
             if let Err(e) = server.pi_result(&id, content, is_error).await {
-                crate::say!("toolstream bridge: stdin line {n}: {e}");
+                toolstream_engine::say!("toolstream bridge: stdin line {n}: {e}");
             }
         }
-        Err(e) => crate::say!("toolstream bridge: stdin line {n}: not a bridge_result line: {e}"),
+        Err(e) => toolstream_engine::say!("toolstream bridge: stdin line {n}: not a bridge_result line: {e}"),
     }
 }

@@ -90,7 +90,7 @@ pub fn print(
                 Reduced::Bytes(_) => out.write_all(bytes),
             };
             if opts.trace {
-                crate::say!("{}", trace_line(who, result.trace()));
+                toolstream_engine::say!("{}", trace_line(who, result.trace()));
             }
             w
         }

@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use clap::Args;
 use toolstream_schemas::display::{display_line, DISPLAY_LINE_CHARS};
 
-use crate::config::{Config, Origin};
+use toolstream_engine::config::{Config, Origin};
 
 #[derive(Debug, Args)]
 pub struct ConfigArgs {
@@ -63,7 +63,7 @@ pub fn docs_tables() -> String {
     let mut settings =
         String::from("| setting | environment | flag | default | what it does |\n| --- | --- | --- | --- | --- |\n");
     for (name, value, _, env) in defaults.entries() {
-        let Some(decl) = crate::config::all_decls().find(|d| d.name == name) else { continue };
+        let Some(decl) = toolstream_engine::config::all_decls().find(|d| d.name == name) else { continue };
         // The number of shards follows the machine's cores (its doc says how).
         let value = if name == "shards" { "per machine".to_owned() } else { format!("`{value}`") };
         let env = env.split(", ").map(|v| format!("`{v}`")).collect::<Vec<_>>().join(", ");
@@ -72,7 +72,7 @@ pub fn docs_tables() -> String {
         settings.push_str(&format!("| `{name}` | {env} | {flag} | {value} | {doc} |\n"));
     }
     let mut sinks = String::from("| sink | what it writes | `when_full` default |\n| --- | --- | --- |\n");
-    for k in crate::sinks::spec::KINDS {
+    for k in toolstream_engine::sinks::spec::KINDS {
         sinks.push_str(&format!("| `{}` | {} | `{}` |\n", k.usage(), k.help.replace('|', "\\|"), k.when_full.as_str()));
     }
     [("settings", settings), ("sinks", sinks)]
@@ -132,7 +132,7 @@ mod tests {
     #[test]
     fn table_is_aligned_and_hides_the_key() {
         let mut config = Config::defaults();
-        config.api_key.value = crate::config::Secret::new(Some("sk-secret-value".into()));
+        config.api_key.value = toolstream_engine::config::Secret::new(Some("sk-secret-value".into()));
         config.shards.set_cli(3, "--shards");
         let t = table(&config);
         assert!(t.starts_with("config file: none\n\nNAME "), "{t}");

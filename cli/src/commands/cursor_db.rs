@@ -9,9 +9,9 @@ use toolstream_actors::present::scrub::Scrubber;
 use toolstream_schemas::display::{display_line, DISPLAY_LINE_CHARS};
 use toolstream_schemas::iso_time::format_ms;
 
-use crate::cursor_db::{conversation_events, list, CursorDb};
-use crate::decode::DecodeError;
-use crate::pipeline::{Pipeline, PipelineError};
+use toolstream_engine::cursor_db::{conversation_events, list, CursorDb};
+use toolstream_engine::decode::DecodeError;
+use toolstream_engine::pipeline::{Pipeline, PipelineError};
 
 /// Where a replay reads Cursor's own history (its chat database or its agent transcripts), and
 /// what it may write into a chat database.
@@ -67,7 +67,7 @@ pub fn print_list(path: &Path, scrubber: &Scrubber) -> anyhow::Result<i32> {
             shown(&title)
         );
     }
-    crate::say!("toolstream: {} conversation(s) in {}", all.len(), path.display());
+    toolstream_engine::say!("toolstream: {} conversation(s) in {}", all.len(), path.display());
     Ok(0)
 }
 

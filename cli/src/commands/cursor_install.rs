@@ -28,9 +28,9 @@ use toolstream_sinks::pi_session::dir::SessionsRoot;
 
 use super::hook::{is_executable, launcher, ShellEnv, CURSOR_SHELL_ENV};
 use super::hooks_json;
-use crate::cursor_hooks::deliver::takes;
-use crate::cursor_hooks::{save_sinks, spool, HookPaths};
-use crate::sinks::{SinkKind, SinkSpec};
+use toolstream_engine::cursor_hooks::deliver::takes;
+use toolstream_engine::cursor_hooks::{save_sinks, spool, HookPaths};
+use toolstream_engine::sinks::{SinkKind, SinkSpec};
 
 /// What the installed hook runs after the launcher.
 const HOOK_ARGS: [&str; 2] = ["hook", "cursor"];
@@ -109,7 +109,7 @@ impl InstallRecord {
     fn save(&self, paths: &HookPaths, hooks: &Path) -> anyhow::Result<()> {
         let file = InstallRecord::path(paths, hooks);
         if let Some(dir) = file.parent() {
-            crate::state_dir::private_dir(dir)?;
+            toolstream_engine::state_dir::private_dir(dir)?;
         }
         spool::write_private(&file, serde_json::to_string_pretty(self)?.as_bytes())?;
         Ok(())
@@ -207,7 +207,7 @@ fn trailing_ours(text: &str) -> Result<Vec<String>, hooks_json::HooksError> {
 pub fn run_install(args: HostArgs) -> anyhow::Result<i32> {
     for s in &args.sinks {
         if let Err(e) = takes(s) {
-            crate::say!("toolstream: --sink {}: {e}", s.label());
+            toolstream_engine::say!("toolstream: --sink {}: {e}", s.label());
             return Ok(2);
         }
     }
@@ -218,7 +218,7 @@ pub fn run_install(args: HostArgs) -> anyhow::Result<i32> {
     let mut command = format!("{} {}", shell_quote(&launcher), HOOK_ARGS.join(" "));
     let entries: Vec<(&str, String)> = if args.sinks.is_empty() {
         if !compact {
-            crate::say!("toolstream: nothing to install: no --sink to deliver to, and --no-compact");
+            toolstream_engine::say!("toolstream: nothing to install: no --sink to deliver to, and --no-compact");
             return Ok(2);
         }
         vec![(HookEvent::PreToolUse.name(), hooks_json::entry_json(&command))]
@@ -435,7 +435,7 @@ fn diagnose(path: &Path) -> (Vec<String>, Vec<String>) {
 /// The spool folder exists (or can be made), is owner-only, and takes a write.
 fn check_spool() -> anyhow::Result<String> {
     let paths = HookPaths::locate()?;
-    crate::state_dir::private_dir(&paths.spool_dir())?;
+    toolstream_engine::state_dir::private_dir(&paths.spool_dir())?;
     let probe = paths.spool_dir().join(format!(".doctor-{}", std::process::id()));
     spool::write_private(&probe, b"ok").with_context(|| format!("cannot write in {}", paths.spool_dir().display()))?;
     let _ = std::fs::remove_file(&probe);

@@ -9,10 +9,10 @@ use toolstream_schemas::display::{display_line, DISPLAY_LINE_CHARS};
 use toolstream_schemas::iso_time::format_ms;
 
 use super::cursor_db::CursorDbArgs;
-use crate::cursor_transcripts::{conversations, default_dir, replay_order, summary, Conversation};
-use crate::decode::DecodeError;
-use crate::pipeline::{Pipeline, PipelineError};
-use crate::source::Source;
+use toolstream_engine::cursor_transcripts::{conversations, default_dir, replay_order, summary, Conversation};
+use toolstream_engine::decode::DecodeError;
+use toolstream_engine::pipeline::{Pipeline, PipelineError};
+use toolstream_engine::source::Source;
 
 /// The folder named (an empty value: the default, `~/.cursor/projects`).
 pub fn folder(arg: &Path) -> anyhow::Result<PathBuf> {
@@ -46,7 +46,7 @@ pub fn print_list(dir: &Path, scrubber: &Scrubber) -> anyhow::Result<i32> {
             shown(&prompt)
         );
     }
-    crate::say!("toolstream: {} conversation(s) in {}", all.len(), dir.display());
+    toolstream_engine::say!("toolstream: {} conversation(s) in {}", all.len(), dir.display());
     Ok(0)
 }
 

@@ -1,7 +1,7 @@
 //! The Cursor hook (SPEC §1.5, §10, seed 004): `toolstream hook cursor` answers Cursor's hooks at
 //! once — a shell command's `preToolUse` is rewritten to run through `toolstream wrap -- <host
 //! shell> -lc '<cmd>'`, so the agent reads compacted output — and, with `--sink`, spools every
-//! event and starts a detached delivery when a turn closes (`crate::cursor_hooks`).
+//! event and starts a detached delivery when a turn closes (`toolstream_engine::cursor_hooks`).
 //! `toolstream install|doctor|uninstall cursor` live in `cursor_install`.
 
 use std::io::{Read, Write};
@@ -13,7 +13,7 @@ use serde_json::{json, Value};
 use toolstream_actors::compact::classify::{shell_quote, SHELLS};
 use toolstream_schemas::cursor_hooks::{HookEvent, NEUTRAL_ANSWER};
 
-use crate::cursor_hooks::{spool, HookPaths};
+use toolstream_engine::cursor_hooks::{spool, HookPaths};
 
 /// Tool names Cursor gives its shell tool.
 const SHELL_TOOLS: &[&str] = &["Shell", "shell", "run_terminal_cmd"];

@@ -11,10 +11,10 @@ use serde::Serialize;
 use toolstream_schemas::display::{display_line, DISPLAY_LINE_CHARS};
 
 use super::{ByteSize, FormatArg, InputArgs};
-use crate::cursor_hooks::deliver::{deliver, due, read_spools, DeliverSettings, TurnState};
-use crate::cursor_hooks::{configured_sinks, spool, HookPaths};
-use crate::decode::framing::DEFAULT_MAX_LINE_BYTES;
-use crate::sinks::SinkSpec;
+use toolstream_engine::cursor_hooks::deliver::{deliver, due, read_spools, DeliverSettings, TurnState};
+use toolstream_engine::cursor_hooks::{configured_sinks, spool, HookPaths};
+use toolstream_engine::decode::framing::DEFAULT_MAX_LINE_BYTES;
+use toolstream_engine::sinks::SinkSpec;
 
 /// Delivery passes one `deliver` runs at most (more requests come in while it works).
 const MAX_PASSES: usize = 16;
@@ -115,7 +115,7 @@ fn status(args: StatusArgs) -> anyhow::Result<i32> {
         c.bytes = *bytes;
     }
     for t in spooled.turns.values() {
-        let c = st.conversations.entry(crate::cursor_hooks::file_name(&t.conversation)).or_default();
+        let c = st.conversations.entry(toolstream_engine::cursor_hooks::file_name(&t.conversation)).or_default();
         c.turns += 1;
         c.open += usize::from(t.state == TurnState::Open);
         c.idle += usize::from(t.state == TurnState::Idle);
@@ -128,7 +128,7 @@ fn status(args: StatusArgs) -> anyhow::Result<i32> {
         let pending = due(&spooled, spec).unwrap_or_default();
         // Whole-conversation sinks re-take delivered turns with new ones: count only the new.
         for key in pending.iter().filter(|k| spooled.turns.get(*k).is_some_and(|t| !t.delivered.contains(&label))) {
-            let c = st.conversations.entry(crate::cursor_hooks::file_name(&key.conversation)).or_default();
+            let c = st.conversations.entry(toolstream_engine::cursor_hooks::file_name(&key.conversation)).or_default();
             *c.pending.entry(label.clone()).or_default() += 1;
             *st.pending.entry(label.clone()).or_default() += 1;
         }
@@ -173,7 +173,7 @@ struct Lock {
 
 /// Take the delivery lock, or `None` when another delivery holds it.
 fn lock(paths: &HookPaths) -> std::io::Result<Option<Lock>> {
-    crate::state_dir::private_dir(&paths.root)?;
+    toolstream_engine::state_dir::private_dir(&paths.root)?;
     let file = OpenOptions::new().create(true).truncate(false).write(true).open(paths.lock_file())?;
     #[cfg(unix)]
     {
@@ -210,7 +210,7 @@ fn run_deliver(args: DeliverArgs) -> anyhow::Result<i32> {
         idle_ms: cfg.hook_turn_idle_ms.value,
         pipeline,
         trace_limit_bytes: cfg.trace_limit_bytes.value,
-        otel: crate::sinks::OtelContent::from_config(&cfg),
+        otel: toolstream_engine::sinks::OtelContent::from_config(&cfg),
     };
     let mut failed = false;
     for _ in 0..MAX_PASSES {
@@ -239,19 +239,19 @@ fn run_deliver(args: DeliverArgs) -> anyhow::Result<i32> {
 }
 
 /// Remove old spools; those still pending somewhere are said in the log.
-fn prune(paths: &HookPaths, settings: &DeliverSettings, cfg: &crate::config::Config) {
+fn prune(paths: &HookPaths, settings: &DeliverSettings, cfg: &toolstream_engine::config::Config) {
     let spooled = read_spools(paths, settings.now_ms, settings.idle_ms).unwrap_or_default();
     let pending: std::collections::BTreeSet<String> = settings
         .sinks
         .iter()
         .flat_map(|s| due(&spooled, s).unwrap_or_default())
-        .map(|k| crate::cursor_hooks::file_name(&k.conversation))
+        .map(|k| toolstream_engine::cursor_hooks::file_name(&k.conversation))
         .collect();
     let open: std::collections::BTreeSet<String> = spooled
         .turns
         .values()
         .filter(|t| t.state == TurnState::Open)
-        .map(|t| crate::cursor_hooks::file_name(&t.conversation))
+        .map(|t| toolstream_engine::cursor_hooks::file_name(&t.conversation))
         .collect();
     let max_age = std::time::Duration::from_secs(cfg.hook_spool_max_age_days.value.saturating_mul(86_400));
     let delivered = |c: &str| !pending.contains(c) && !open.contains(c);

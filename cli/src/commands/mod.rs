@@ -23,14 +23,14 @@ use std::str::FromStr;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
-use crate::decode::framing::DEFAULT_MAX_LINE_BYTES;
 use toolstream_actors::present::scrub::Scrubber;
 use toolstream_actors::shard::ShardConfig;
+use toolstream_engine::decode::framing::DEFAULT_MAX_LINE_BYTES;
 
-use crate::config::Config;
-use crate::decode::Format;
-use crate::pipeline::PipelineOptions;
-use crate::sinks::SinkSpec;
+use toolstream_engine::config::Config;
+use toolstream_engine::decode::Format;
+use toolstream_engine::pipeline::PipelineOptions;
+use toolstream_engine::sinks::SinkSpec;
 
 /// Ingest Cursor agent event streams and deliver them — ordered, deduplicated, scrubbed and
 /// bounded — to sinks such as terminal cards.
@@ -135,7 +135,7 @@ impl InputArgs {
             cfg.set_flag("shards", "--shards", n)?;
         }
         for w in &cfg.warnings {
-            crate::say!("toolstream: {w}");
+            toolstream_engine::say!("toolstream: {w}");
         }
         Ok(cfg)
     }
@@ -168,7 +168,7 @@ pub struct ReplayArgs {
     #[arg(value_name = "FILE")]
     pub files: Vec<PathBuf>,
     /// Where to deliver the stream; repeatable (default: `cards`).
-    #[arg(long = "sink", value_name = "SPEC", long_help = crate::sinks::spec::sinks_help(
+    #[arg(long = "sink", value_name = "SPEC", long_help = toolstream_engine::sinks::spec::sinks_help(
         "Where to deliver the stream; repeatable (default: `cards`):", &[]))]
     pub sinks: Vec<SinkSpec>,
     /// Replace pi session files that already exist (`--sink pi-session=PATH`, `--sink
@@ -315,14 +315,6 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Serve(args) => serve::run(args),
         Command::Bridge(args) => bridge::run(args),
     }
-}
-
-/// End the process with `code`. The one way toolstream exits: `std::process::exit` runs no
-/// destructors, so the private temporary files still there (a pi session's spool when Ctrl-C
-/// ends a replay, a sink left running at exit) are removed first.
-pub fn exit(code: i32) -> ! {
-    toolstream_sinks::private_dir::remove_temp_files();
-    std::process::exit(code)
 }
 
 #[cfg(test)]

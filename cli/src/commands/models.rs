@@ -1,4 +1,4 @@
-//! `toolstream models`: the Cursor models to offer, with their limits (see `crate::cursor_models`).
+//! `toolstream models`: the Cursor models to offer, with their limits (see `toolstream_hosts::cursor_models`).
 
 use std::path::PathBuf;
 
@@ -6,8 +6,8 @@ use clap::Args;
 use toolstream_schemas::display::{display_line, DISPLAY_LINE_CHARS};
 
 use super::InputArgs;
-use crate::cursor_models::{self, MODELS_ENV};
-use crate::pi_provider::cursor_agent;
+use toolstream_hosts::cursor_agent;
+use toolstream_hosts::cursor_models::{self, MODELS_ENV};
 
 #[derive(Debug, Args)]
 pub struct ModelsArgs {
@@ -51,7 +51,7 @@ pub fn run(args: ModelsArgs) -> anyhow::Result<i32> {
             cursor_models::ListSource::Cache => "cursor-agent's listing (cached)".to_owned(),
             cursor_models::ListSource::Environment => format!("${MODELS_ENV} (cursor-agent gave no listing)"),
         };
-        crate::say!("models from {from}; limits from the model table");
+        toolstream_engine::say!("models from {from}; limits from the model table");
     }
     Ok(0)
 }

@@ -1,13 +1,13 @@
 //! `toolstream pi-provider`: the stdio JSON-lines backend of the pi extension (`integrations/pi`).
-//! The protocol is described in `crate::pi_provider` and in the README ("pi provider protocol").
+//! The protocol is described in `toolstream_hosts::pi_provider` and in the README ("pi provider protocol").
 
 use std::path::PathBuf;
 
 use clap::Args;
 
 use super::InputArgs;
-use crate::pi_provider::{serve, ProviderOptions};
-use crate::sinks::SinkSpec;
+use toolstream_engine::sinks::SinkSpec;
+use toolstream_hosts::pi_provider::{serve, ProviderOptions};
 
 #[derive(Debug, Args)]
 pub struct PiProviderArgs {
@@ -23,10 +23,10 @@ pub struct PiProviderArgs {
     #[arg(long)]
     pub compact: bool,
     /// Also deliver the run to this sink, beside the protocol on stdout; repeatable.
-    #[arg(long = "sink", value_name = "SPEC", long_help = crate::sinks::spec::sinks_help(
+    #[arg(long = "sink", value_name = "SPEC", long_help = toolstream_engine::sinks::spec::sinks_help(
         "Also deliver the run to this sink, beside the protocol on stdout; repeatable (not `cards`: \
          stdout carries the protocol). The pi extension passes $TOOLSTREAM_PI_SINKS here:",
-        &[crate::sinks::SinkKind::Cards]))]
+        &[toolstream_engine::sinks::SinkKind::Cards]))]
     pub sinks: Vec<SinkSpec>,
     #[command(flatten)]
     pub input: InputArgs,

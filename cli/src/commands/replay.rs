@@ -11,9 +11,9 @@ use toolstream_actors::present::card::Compaction;
 use toolstream_sinks::cards::CardsOptions;
 
 use super::{cursor_db, cursor_transcripts, ColorArg, ReplayArgs};
-use crate::pipeline::{Canceller, Pipeline, PipelineError, Stats};
-use crate::sinks::{keeps_recorded, report_to_stderr, OtelContent, SinkContext, SinkKind, SinkSpec};
-use crate::source::Source;
+use toolstream_engine::pipeline::{Canceller, Pipeline, PipelineError, Stats};
+use toolstream_engine::sinks::{keeps_recorded, report_to_stderr, OtelContent, SinkContext, SinkKind, SinkSpec};
+use toolstream_engine::source::Source;
 
 pub fn run(args: ReplayArgs) -> anyhow::Result<i32> {
     let cfg = args.input.config()?;
@@ -23,7 +23,7 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<i32> {
             return cursor_db::print_list(path, &scrubber);
         }
         Some(path) => {
-            let db = crate::cursor_db::CursorDb::open(path)?;
+            let db = toolstream_engine::cursor_db::CursorDb::open(path)?;
             let ids = cursor_db::selection(&args.cursor_db, &db)?;
             Some((db, ids))
         }
@@ -74,18 +74,18 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<i32> {
     let pressed = AtomicBool::new(false);
     let _ = ctrlc::set_handler(move || {
         if pressed.swap(true, Ordering::SeqCst) {
-            super::exit(130);
+            toolstream_engine::exit::exit(130);
         }
         if let Some(canceller) = handler.get() {
             canceller.cancel();
             report_to_stderr(&canceller.sink_summaries());
         }
-        super::exit(130);
+        toolstream_engine::exit::exit(130);
     });
     let mut pipeline = match Pipeline::with_sinks(opts, plans) {
         Ok(p) => p,
         Err(PipelineError::Sink(e)) => {
-            crate::say!("toolstream: {e}");
+            toolstream_engine::say!("toolstream: {e}");
             return Ok(2);
         }
         Err(e) => return Err(e.into()),
@@ -96,33 +96,33 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<i32> {
     let files = if args.files.is_empty() && !history { vec![PathBuf::from("-")] } else { args.files.clone() };
     let mut failed_read = false;
     if let Some(selected) = &transcripts {
-        let mut report = |e: &crate::decode::DecodeError| crate::say!("toolstream: {e}");
+        let mut report = |e: &toolstream_engine::decode::DecodeError| toolstream_engine::say!("toolstream: {e}");
         match cursor_transcripts::feed(&mut pipeline, selected, &mut report) {
             Ok(()) | Err(PipelineError::Cancelled) => {}
             Err(e @ PipelineError::Read { .. }) => {
-                crate::say!("toolstream: {e}");
+                toolstream_engine::say!("toolstream: {e}");
                 failed_read = true;
             }
-            Err(e) => crate::say!("toolstream: {e}"),
+            Err(e) => toolstream_engine::say!("toolstream: {e}"),
         }
     }
     if let Some((db, ids)) = &cursor_db {
-        let mut report = |e: &crate::decode::DecodeError| crate::say!("toolstream: {e}");
+        let mut report = |e: &toolstream_engine::decode::DecodeError| toolstream_engine::say!("toolstream: {e}");
         match cursor_db::feed(&mut pipeline, db, ids, &mut report) {
             Ok(Ok(()) | Err(PipelineError::Cancelled)) => {}
-            Ok(Err(e)) => crate::say!("toolstream: {e}"),
+            Ok(Err(e)) => toolstream_engine::say!("toolstream: {e}"),
             Err(e) => {
-                crate::say!("toolstream: {e:#}");
+                toolstream_engine::say!("toolstream: {e:#}");
                 failed_read = true;
             }
         }
     }
     for file in &files {
         let source = Source::from_arg(file);
-        let mut report = |e: &crate::decode::DecodeError| crate::say!("toolstream: {e}");
+        let mut report = |e: &toolstream_engine::decode::DecodeError| toolstream_engine::say!("toolstream: {e}");
         if let Err(e) = pipeline.run_source(&source, &mut report) {
             if !matches!(e, PipelineError::Cancelled) {
-                crate::say!("toolstream: {e}");
+                toolstream_engine::say!("toolstream: {e}");
             }
             match e {
                 PipelineError::Read { .. } => failed_read = true,
@@ -142,14 +142,18 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<i32> {
 
 /// Say what went wrong at the end of a run; the exit status it earned: 2 when a file could not be
 /// read, 1 when a line could not be decoded, a stage failed or a sink lost anything (failed, did
-/// not deliver, dropped: [`crate::sinks::SinkSummary::lost_anything`]), else 0.
+/// not deliver, dropped: [`toolstream_engine::sinks::SinkSummary::lost_anything`]), else 0.
 pub fn exit_report(stats: &Stats, failed_read: bool) -> i32 {
     report_to_stderr(&stats.sinks);
     for e in &stats.engine_errors {
-        crate::say!("toolstream: {e}");
+        toolstream_engine::say!("toolstream: {e}");
     }
     if stats.decode_errors > 0 {
-        crate::say!("toolstream: {} line(s) could not be decoded ({} lines read)", stats.decode_errors, stats.lines);
+        toolstream_engine::say!(
+            "toolstream: {} line(s) could not be decoded ({} lines read)",
+            stats.decode_errors,
+            stats.lines
+        );
     }
     if failed_read {
         2

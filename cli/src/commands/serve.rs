@@ -1,4 +1,4 @@
-//! `toolstream serve openai`: the OpenAI-compatible chat completions API (`crate::openai_server`).
+//! `toolstream serve openai`: the OpenAI-compatible chat completions API (`toolstream_hosts::openai_server`).
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -8,14 +8,14 @@ use std::time::Duration;
 use clap::{Args, Subcommand};
 
 use super::InputArgs;
-use crate::config::user_config_dir;
-use crate::conversation::Budget;
-use crate::local_http::AllowedOrigins;
-use crate::openai_server::api_key::{stored_key, KeyChoice};
-use crate::openai_server::live::LiveOptions;
-use crate::openai_server::replay::Recording;
-use crate::openai_server::{serve, Mode, ServerOptions, DEFAULT_ADDR};
-use crate::pi_provider::cursor_agent::agent_bin;
+use toolstream_engine::config::user_config_dir;
+use toolstream_hosts::conversation::Budget;
+use toolstream_hosts::cursor_agent::agent_bin;
+use toolstream_hosts::local_http::AllowedOrigins;
+use toolstream_hosts::openai_server::api_key::{stored_key, KeyChoice};
+use toolstream_hosts::openai_server::live::LiveOptions;
+use toolstream_hosts::openai_server::replay::Recording;
+use toolstream_hosts::openai_server::{serve, Mode, ServerOptions, DEFAULT_ADDR};
 
 /// The environment variable holding the server's bearer key (what `--api-key` sets).
 pub const API_KEY_ENV: &str = "TOOLSTREAM_OPENAI_API_KEY";
@@ -123,10 +123,10 @@ fn openai(args: OpenaiArgs) -> anyhow::Result<i32> {
     };
     // Each line as a display line (SPEC §8): the path comes from HOME or XDG_CONFIG_HOME.
     for line in key.announce().lines() {
-        crate::say!("{line}");
+        toolstream_engine::say!("{line}");
     }
     if !allowed_origins.is_empty() {
-        crate::say!("toolstream: browser origins allowed: {allowed_origins}");
+        toolstream_engine::say!("toolstream: browser origins allowed: {allowed_origins}");
     }
     // The server's own key is scrubbed from everything it answers, like the Cursor key.
     if let Some(key) = key.key() {

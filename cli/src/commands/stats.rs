@@ -7,8 +7,8 @@ use std::path::PathBuf;
 use toolstream_schemas::display::{display_line, json_line, DISPLAY_LINE_CHARS};
 
 use super::StatsArgs;
-use crate::pipeline::{Pipeline, PipelineError, Stats};
-use crate::source::Source;
+use toolstream_engine::pipeline::{Pipeline, PipelineError, Stats};
+use toolstream_engine::source::Source;
 
 /// Exit status: 0 when every line decoded, 1 when a line could not be decoded (the counts are
 /// still printed), 2 when a file could not be read (nothing is printed but the error: a table of
@@ -20,11 +20,11 @@ pub fn run(args: StatsArgs) -> anyhow::Result<i32> {
     let mut stopped = false;
     for file in &args.files {
         let source = Source::from_arg(file);
-        let mut quiet = |_: &crate::decode::DecodeError| {};
+        let mut quiet = |_: &toolstream_engine::decode::DecodeError| {};
         match pipeline.run_source(&source, &mut quiet) {
             Ok(()) => {}
             Err(e @ PipelineError::Read { .. }) => {
-                crate::say!("toolstream: {e}");
+                toolstream_engine::say!("toolstream: {e}");
                 unreadable = true;
             }
             Err(
@@ -33,7 +33,7 @@ pub fn run(args: StatsArgs) -> anyhow::Result<i32> {
                 | PipelineError::Sink(_)
                 | PipelineError::Cancelled),
             ) => {
-                crate::say!("toolstream: {e}");
+                toolstream_engine::say!("toolstream: {e}");
                 stopped = true;
                 break;
             }
@@ -44,7 +44,7 @@ pub fn run(args: StatsArgs) -> anyhow::Result<i32> {
         return Ok(2);
     }
     for e in &stats.engine_errors {
-        crate::say!("toolstream: {e}");
+        toolstream_engine::say!("toolstream: {e}");
     }
     let code = if stopped || stats.decode_errors > 0 || !stats.engine_errors.is_empty() { 1 } else { 0 };
     let mut out = io::stdout().lock();
@@ -84,7 +84,7 @@ fn table(s: &Stats, files: &[PathBuf]) -> String {
     }
     row("decode errors", s.decode_errors.to_string());
     for e in &s.decode_error_samples {
-        out.push_str(&format!("  {}\n", display_line(e, crate::stderr::MESSAGE_CHARS)));
+        out.push_str(&format!("  {}\n", display_line(e, toolstream_engine::stderr::MESSAGE_CHARS)));
     }
     out
 }

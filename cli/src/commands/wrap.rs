@@ -33,7 +33,7 @@ pub fn run(args: WrapArgs) -> anyhow::Result<i32> {
     let (bytes, code) = match execute(&args.command) {
         Ok(done) => done,
         Err(e) => {
-            crate::say!("toolstream wrap: cannot run `{}`: {e:#}", args.command.join(" "));
+            toolstream_engine::say!("toolstream wrap: cannot run `{}`: {e:#}", args.command.join(" "));
             return Ok(CANNOT_RUN);
         }
     };

@@ -1,4 +1,4 @@
-"""Drives `toolstream serve openai` with the official `openai` Python SDK (engine/tests/openai.rs).
+"""Drives `toolstream serve openai` with the official `openai` Python SDK (cli/tests/suite/openai.rs).
 
     openai_client.py replay BASE_URL KEY   a recorded exec run: streamed tool loop, non-streamed,
                                            and the bad requests

@@ -1,4 +1,4 @@
-"""A real MCP client for the pi tool bridge tests (engine/tests/bridge.rs): the official MCP
+"""A real MCP client for the pi tool bridge tests (cli/tests/suite/bridge.rs): the official MCP
 Python SDK (`mcp` 2.x, Streamable HTTP). Prints one JSON object per line on stdout.
 
     bridge_client.py session URL    list tools; call pi__sem_reindex; call an unknown name; call

@@ -1,5 +1,5 @@
 """A stand-in for a logged-in `cursor-agent` that calls pi's tools through the pi tool bridge, as
-Cursor would (engine/tests/pi_daily.rs; nothing here can run the real one). Run as
+Cursor would (cli/tests/suite/pi_daily.rs; nothing here can run the real one). Run as
 `cursor-agent -p … --approve-mcps <prompt>` by `toolstream pi-provider`:
 
 - logs its arguments and `$HOME/.cursor/mcp.json` (the run's MCP configuration) to `$FAKE_LOG`;

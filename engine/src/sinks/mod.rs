@@ -8,7 +8,7 @@ pub mod spec;
 pub mod stats;
 pub mod thread;
 
-pub use port::{report_to_stderr, SinkPort, SinkSet, SinkSummary, WhenFull};
+pub use port::{report_to_stderr, SinkMsg, SinkPort, SinkSet, SinkSummary, WhenFull};
 pub use spec::{keeps_recorded, OtelContent, SinkContext, SinkKind, SinkSpec};
 pub use stats::{OutputCounts, StatsSink};
-pub use thread::{SinkMsg, SinkPlan, SinkReport, SinkThread};
+pub use thread::{SinkPlan, SinkReport, SinkThread};

@@ -18,7 +18,16 @@ use serde::Serialize;
 use toolstream_schemas::OutputEvent;
 use toolstream_sinks::{LossProbe, SinkLoss};
 
-use super::thread::SinkMsg;
+/// What a sink thread receives.
+pub enum SinkMsg {
+    Events(Arc<Vec<OutputEvent>>),
+    /// The engine's own notices (what sinks dropped): written like events, not counted.
+    Notice(Arc<Vec<OutputEvent>>),
+    /// Checkpoint, then reply.
+    Flush(Sender<()>),
+    /// Checkpoint and end the thread (other senders may still hold the queue open).
+    Stop,
+}
 
 /// How often a blocked delivery looks up from its wait to check for shutdown.
 const BLOCK_POLL: Duration = Duration::from_millis(50);

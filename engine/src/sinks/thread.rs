@@ -13,25 +13,13 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use crossbeam_channel::{bounded, Receiver, Sender};
-use toolstream_schemas::OutputEvent;
+use crossbeam_channel::{bounded, Receiver};
 use toolstream_sinks::{Sink, SinkError};
 
-use super::port::{Counters, SinkPort, WhenFull};
+use super::port::{Counters, SinkMsg, SinkPort, WhenFull};
 
 /// Batches a sink's queue holds before the fan-out blocks (`block`) or drops (`drop_newest`).
 const QUEUE_CAPACITY: usize = 8;
-
-/// What a sink thread receives.
-pub enum SinkMsg {
-    Events(Arc<Vec<OutputEvent>>),
-    /// The engine's own notices (what sinks dropped): written like events, not counted.
-    Notice(Arc<Vec<OutputEvent>>),
-    /// Checkpoint, then reply.
-    Flush(Sender<()>),
-    /// Checkpoint and end the thread (other senders may still hold the queue open).
-    Stop,
-}
 
 /// Opens a sink on its own thread.
 pub type OpenSink = Box<dyn FnOnce() -> Result<Box<dyn Sink>, SinkError> + Send>;

@@ -22,8 +22,8 @@ use rmcp::model::{ClientJsonRpcMessage, ClientRequest, ErrorCode, ErrorData, Jso
 use rmcp::transport::common::http_header::HEADER_SESSION_ID;
 use serde_json::{json, Value};
 
+use super::hub::{Hub, LiveRoute, McpService};
 use super::routes::Lookup;
-use super::server::{Hub, LiveRoute, McpService};
 use super::settings::MAX_BODY_BYTES;
 use crate::local_http::{self, AllowedOrigins, Guard};
 

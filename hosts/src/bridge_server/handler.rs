@@ -1,10 +1,12 @@
 //! [`RunHandler`]: the MCP server of one run (one instance per MCP session), on the official Rust
-//! SDK (`rmcp`). `tools/list` and `tools/call` go through the bridge queue actor via the [`Hub`];
+//! SDK (`rmcp`). `tools/list` and `tools/call` go through the bridge queue actor via the hub
+//! ([`RunCalls`]);
 //! a call waits for the pi result, its deadline, the client's cancellation or the run's end.
 
 use std::sync::Arc;
 use std::time::Duration;
 
+use futures::future::BoxFuture;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, CustomRequest, CustomResult, ErrorCode, Implementation,
     ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
@@ -12,16 +14,45 @@ use rmcp::model::{
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use serde_json::{json, Value};
+use tokio_util::sync::CancellationToken;
 use toolstream_actors::bridge::exposure::ExposedTool;
-
-use super::server::{CallOutcome, Hub};
+use toolstream_actors::bridge::RejectKind;
 
 /// The server name in the MCP `initialize` answer.
 pub const INITIALIZE_SERVER_NAME: &str = "toolstream-pi-bridge";
 
+/// How one MCP `tools/call` ended.
+#[derive(Debug, Clone, PartialEq)]
+pub enum CallOutcome {
+    /// The name is not exposed: an `isError` result with this text.
+    Unknown(String),
+    /// pi's result.
+    Result { content: Vec<Value>, is_error: bool },
+    /// Rejected (deadline, cancellation, run cancelled or disposed): an MCP error.
+    Rejected { kind: RejectKind, message: String },
+}
+
+/// What a run's MCP handler asks of the bridge (the hub, `super::hub`): the run's tools, and one
+/// call queued and waited for to its end. A trait, so that the handler does not name the hub (whose
+/// routes hold the handlers' service).
+pub(super) trait RunCalls: Send + Sync {
+    /// How long `tools/list` waits for the run's tools.
+    fn list_timeout(&self) -> Duration;
+    fn list_tools<'a>(&'a self, run_id: &'a str) -> BoxFuture<'a, Result<Arc<[ExposedTool]>, McpError>>;
+    /// One MCP `tools/call`: queued, then waited for to its end (or the client's cancellation).
+    fn call_tool<'a>(
+        &'a self,
+        run_id: &'a str,
+        mcp_tool: &'a str,
+        mcp_request_id: String,
+        args: Value,
+        cancelled: CancellationToken,
+    ) -> BoxFuture<'a, Result<CallOutcome, McpError>>;
+}
+
 #[derive(Clone)]
 pub struct RunHandler {
-    pub(super) hub: Arc<Hub>,
+    pub(super) calls: Arc<dyn RunCalls>,
     pub(super) run_id: String,
     /// Unique per MCP session: JSON-RPC ids are unique only within a session.
     pub(super) session: u64,
@@ -59,8 +90,8 @@ impl ServerHandler for RunHandler {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
-        let wait = Duration::from_millis(self.hub.settings.connect_timeout_ms);
-        let tools = tokio::time::timeout(wait, self.hub.list_tools(&self.run_id))
+        let wait = self.calls.list_timeout();
+        let tools = tokio::time::timeout(wait, self.calls.list_tools(&self.run_id))
             .await
             .map_err(|_| McpError::internal_error("Cursor pi bridge ListTools timed out", None))??;
         let tools = tools.iter().map(mcp_tool).collect::<Result<Vec<_>, _>>()?;
@@ -74,7 +105,8 @@ impl ServerHandler for RunHandler {
     ) -> Result<CallToolResponse, McpError> {
         let args = Value::Object(request.arguments.unwrap_or_default());
         let mcp_request_id = format!("s{}:{}", self.session, request_id_text(&context.id));
-        let outcome = self.hub.call_tool(&self.run_id, &request.name, mcp_request_id, args, context.ct.clone()).await?;
+        let outcome =
+            self.calls.call_tool(&self.run_id, &request.name, mcp_request_id, args, context.ct.clone()).await?;
         match outcome {
             CallOutcome::Unknown(message) => {
                 Ok(tool_result(vec![json!({"type": "text", "text": message})], true)?.into())

@@ -8,14 +8,16 @@
 mod diagnostics;
 mod front;
 mod handler;
+mod hub;
 mod routes;
 mod server;
 mod sessions;
 pub mod settings;
 
 pub use diagnostics::{Diagnostics, STDERR_PREFIX};
-pub use handler::INITIALIZE_SERVER_NAME;
+pub use handler::{CallOutcome, INITIALIZE_SERVER_NAME};
+pub use hub::BridgeEvent;
 pub use routes::{route_path, token_of, PATH_PREFIX, PATH_SUFFIX};
-pub use server::{BridgeError, BridgeEvent, BridgeServer, BridgeServerOptions, CallOutcome, RunRoute};
+pub use server::{BridgeError, BridgeServer, BridgeServerOptions, RunRoute};
 pub use sessions::SessionLimits;
 pub use settings::BridgeSettings;

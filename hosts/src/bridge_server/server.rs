@@ -1,58 +1,31 @@
 //! [`BridgeServer`]: the HTTP listener (axum, its front in `super::front`), the route registry, the
-//! capped MCP sessions (`super::sessions`), and the [`Hub`] that carries
-//! calls between the MCP handlers, the bridge queue actor and the owner of the runs (pi's side):
-//! it keeps one waiter per pending MCP call, delivers the queue's outputs in order (dispatches and
-//! aborts to the owner as [`BridgeEvent`]s, results and rejections to the waiters, diagnostics to
-//! [`Diagnostics`]), and ticks the queue at its next deadline.
+//! capped MCP sessions (`super::sessions`), run by way of the hub (`super::hub`) that carries calls
+//! between the MCP handlers, the bridge queue actor and the owner of the runs (pi's side).
 
 use std::collections::HashMap;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
-use actix::{Actor, Addr};
+use actix::Actor;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
-use rmcp::ErrorData as McpError;
 use serde_json::Value;
-use tokio::sync::{mpsc, oneshot, Notify};
+use tokio::sync::{mpsc, Notify};
 use tokio_util::sync::CancellationToken;
-use toolstream_actors::bridge::exposure::{expose, ExposedTool, PiToolDef};
-use toolstream_actors::bridge::{
-    BridgeOut, BridgeQueueActor, BridgeQueueConfig, BridgeToolResult, RefuseReason, RejectKind, RunKey,
+use toolstream_actors::bridge::exposure::{expose, PiToolDef};
+use toolstream_actors::bridge::messages::{
+    BridgeAttachRun, BridgeCancelRun, BridgeDisposeRun, BridgeExposeTools, BridgePiToolResult,
 };
-use toolstream_actors::messages::{
-    BridgeAttachRun, BridgeCallTool, BridgeCancelMcpRequest, BridgeCancelRun, BridgeDisposeRun, BridgeExposeTools,
-    BridgeListTools, BridgeNextDeadline, BridgePiToolResult, BridgeTick,
-};
+use toolstream_actors::bridge::{BridgeQueueActor, BridgeQueueConfig, BridgeToolResult, RefuseReason, RunKey};
 
 use super::diagnostics::Diagnostics;
 use super::front;
 use super::handler::RunHandler;
-use super::routes::{self, Lookup, Routes};
-use super::sessions::{RouteId, RouteSessions, SessionPool};
+use super::hub::{BridgeEvent, Hub, LiveRoute};
+use super::routes::{self, Routes};
+use super::sessions::SessionPool;
 use super::settings::{BridgeSettings, MAX_BODY_BYTES};
-
-/// What the owner of the runs (pi's side) must do.
-#[derive(Debug, Clone, PartialEq)]
-pub enum BridgeEvent {
-    /// Execute pi tool `pi_tool` with `args` as pi tool call `pi_call_id`, then answer with
-    /// [`BridgeServer::pi_result`].
-    Call { run_id: String, pi_call_id: String, pi_tool: String, args: Value },
-    /// Abort pi's execution of `pi_call_id` (its MCP call was rejected: timeout, aborted, …).
-    Abort { pi_call_id: String, reason: RejectKind },
-}
-
-/// How one MCP `tools/call` ended.
-#[derive(Debug, Clone, PartialEq)]
-pub enum CallOutcome {
-    /// The name is not exposed: an `isError` result with this text.
-    Unknown(String),
-    /// pi's result.
-    Result { content: Vec<Value>, is_error: bool },
-    /// Rejected (deadline, cancellation, run cancelled or disposed): an MCP error.
-    Rejected { kind: RejectKind, message: String },
-}
 
 /// Errors of the bridge server.
 #[derive(Debug, thiserror::Error)]
@@ -86,163 +59,6 @@ pub struct BridgeServerOptions {
 impl Default for BridgeServerOptions {
     fn default() -> Self {
         BridgeServerOptions { listen: IpAddr::V4(Ipv4Addr::LOCALHOST), settings: BridgeSettings::default() }
-    }
-}
-
-pub(super) type McpService = StreamableHttpService<RunHandler, RouteSessions>;
-
-#[derive(Clone)]
-pub(super) struct LiveRoute {
-    pub(super) id: RouteId,
-    pub(super) service: McpService,
-    /// Cancelling it closes the route's MCP sessions (the transport).
-    pub(super) closed: CancellationToken,
-}
-
-/// Shared by the HTTP layer, the MCP handlers and the server handle.
-pub struct Hub {
-    actor: Addr<BridgeQueueActor>,
-    pub(super) settings: BridgeSettings,
-    diagnostics: Diagnostics,
-    events: mpsc::UnboundedSender<BridgeEvent>,
-    waiters: Mutex<HashMap<String, oneshot::Sender<CallOutcome>>>,
-    routes: Mutex<Routes<LiveRoute>>,
-    /// Every route's MCP sessions, capped.
-    pub(super) sessions: Arc<SessionPool>,
-    /// run id → token (for dispose).
-    tokens: Mutex<HashMap<String, String>>,
-    clock: Instant,
-    deadline_changed: Notify,
-    next_call: AtomicU64,
-    next_session: AtomicU64,
-    next_route: AtomicU64,
-}
-
-impl std::fmt::Debug for Hub {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Hub").finish_non_exhaustive()
-    }
-}
-
-impl Hub {
-    /// What a request from `peer` for `path` gets (`None`: the registry is unusable).
-    pub(super) fn lookup(&self, peer: IpAddr, path: &str) -> Option<Lookup<LiveRoute>> {
-        self.routes.lock().ok().map(|r| r.lookup(peer, path))
-    }
-
-    fn now_ms(&self) -> u64 {
-        u64::try_from(self.clock.elapsed().as_millis()).unwrap_or(u64::MAX)
-    }
-
-    /// Deliver the queue's outputs, in order.
-    fn deliver(&self, outs: Vec<BridgeOut>) {
-        let mut last_reject = RejectKind::Aborted;
-        for out in outs {
-            match out {
-                BridgeOut::Dispatch { run_id, pi_call_id, pi_tool, args } => {
-                    let _ = self.events.send(BridgeEvent::Call { run_id, pi_call_id, pi_tool, args });
-                }
-                BridgeOut::Resolve { mcp_request_id, content, is_error } => {
-                    self.answer(&mcp_request_id, CallOutcome::Result { content, is_error });
-                }
-                BridgeOut::Reject { mcp_request_id, kind, message } => {
-                    last_reject = kind;
-                    self.answer(&mcp_request_id, CallOutcome::Rejected { kind, message });
-                }
-                BridgeOut::AbortPiExecution { pi_call_id } => {
-                    let _ = self.events.send(BridgeEvent::Abort { pi_call_id, reason: last_reject });
-                }
-                BridgeOut::Diagnostic { event, fields } => self.diagnostics.emit(event, &fields),
-            }
-        }
-    }
-
-    fn answer(&self, mcp_request_id: &str, outcome: CallOutcome) {
-        let waiter = self.waiters.lock().ok().and_then(|mut w| w.remove(mcp_request_id));
-        if let Some(tx) = waiter {
-            let _ = tx.send(outcome);
-        }
-    }
-
-    pub(super) async fn list_tools(&self, run_id: &str) -> Result<Arc<[ExposedTool]>, McpError> {
-        self.actor
-            .send(BridgeListTools { run_id: run_id.to_owned() })
-            .await
-            .map_err(|_| McpError::internal_error("the pi bridge queue is gone", None))?
-            .ok_or_else(|| McpError::internal_error("Cursor pi bridge run disposed", None))
-    }
-
-    /// One MCP `tools/call`: queue it, then wait for its end (or the client's cancellation).
-    pub(super) async fn call_tool(
-        &self,
-        run_id: &str,
-        mcp_tool: &str,
-        mcp_request_id: String,
-        args: Value,
-        cancelled: CancellationToken,
-    ) -> Result<CallOutcome, McpError> {
-        let (tx, mut rx) = oneshot::channel();
-        if let Ok(mut w) = self.waiters.lock() {
-            w.insert(mcp_request_id.clone(), tx);
-        }
-        let n = self.next_call.fetch_add(1, Ordering::Relaxed) + 1;
-        let msg = BridgeCallTool {
-            run_id: run_id.to_owned(),
-            mcp_tool: mcp_tool.to_owned(),
-            bridge_call_id: format!("cursor-pi-bridge-call-{n}"),
-            mcp_request_id: mcp_request_id.clone(),
-            args,
-            now_ms: self.now_ms(),
-        };
-        let queued = self.actor.send(msg).await;
-        let outs = match queued {
-            Ok(Ok(outs)) => outs,
-            Ok(Err(unknown)) => {
-                self.forget(&mcp_request_id);
-                return Ok(CallOutcome::Unknown(unknown.to_string()));
-            }
-            Err(_) => {
-                self.forget(&mcp_request_id);
-                return Err(McpError::internal_error("the pi bridge queue is gone", None));
-            }
-        };
-        self.deliver(outs);
-        self.deadline_changed.notify_one();
-        tokio::select! {
-            outcome = &mut rx => return outcome.map_err(|_| McpError::internal_error("Cursor pi bridge call dropped", None)),
-            () = cancelled.cancelled() => {}
-        }
-        // The client cancelled: reject `aborted` (and abort pi's execution), unless it ended first.
-        if let Ok(outs) = self.actor.send(BridgeCancelMcpRequest { mcp_request_id, now_ms: self.now_ms() }).await {
-            self.deliver(outs);
-        }
-        rx.await.map_err(|_| McpError::internal_error("Cursor pi bridge CallTool aborted", None))
-    }
-
-    fn forget(&self, mcp_request_id: &str) {
-        if let Ok(mut w) = self.waiters.lock() {
-            w.remove(mcp_request_id);
-        }
-    }
-
-    /// Tick the queue at its next deadline, forever (until the server stops).
-    async fn tick_deadlines(self: Arc<Self>, stop: CancellationToken) {
-        loop {
-            let next = self.actor.send(BridgeNextDeadline).await.ok().flatten();
-            let wait = match next {
-                Some(d) => Duration::from_millis(d.saturating_sub(self.now_ms())),
-                None => Duration::from_secs(3600),
-            };
-            tokio::select! {
-                () = stop.cancelled() => return,
-                () = self.deadline_changed.notified() => continue,
-                () = tokio::time::sleep(wait) => {}
-            }
-            match self.actor.send(BridgeTick { now_ms: self.now_ms() }).await {
-                Ok(outs) => self.deliver(outs),
-                Err(_) => return,
-            }
-        }
     }
 }
 
@@ -348,7 +164,7 @@ impl BridgeServer {
         let service = StreamableHttpService::new(
             move || {
                 let session = hub.next_session.fetch_add(1, Ordering::Relaxed) + 1;
-                Ok(RunHandler { hub: hub.clone(), run_id: rid.clone(), session })
+                Ok(RunHandler { calls: hub.clone(), run_id: rid.clone(), session })
             },
             sessions,
             config,

@@ -2,7 +2,7 @@
 //! extension and `cursor-agent` users already set: on/off, exposure switches, the per-call deadline
 //! and its ceiling, the connect/list timeout, and the diagnostics. Declared here, once: their clamp
 //! rules (a ceiling and a value that may only lower it, seconds or milliseconds) are the
-//! extension's, not those of the `settings!` table in `crate::config`. The endpoint's own bounds
+//! extension's, not those of the `settings!` table in `toolstream_engine::config`. The endpoint's own bounds
 //! (sessions, body size) are fixed limits, declared here too, not settings.
 
 use std::path::PathBuf;

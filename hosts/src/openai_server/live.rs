@@ -4,7 +4,7 @@
 //! `reasoning_content` lines (`toolstream_sinks::openai`).
 //!
 //! **Client tools** (the request's `tools`) are exposed to the run through the pi tool bridge
-//! (`crate::pi_provider::bridge`, a run-own MCP configuration for cursor-agent): when Cursor
+//! (`crate::tool_bridge`, a run-own MCP configuration for cursor-agent): when Cursor
 //! calls one, the current response ends with it as a `tool_calls` entry (its id is the bridge's
 //! call id) and the run stays alive, blocked on that MCP call. The response's channel is then
 //! detached; what the run produces meanwhile waits (bounded) until the client's next request
@@ -25,10 +25,10 @@ use toolstream_sinks::{Sink, SinkError};
 
 use crate::bridge_server::BridgeSettings;
 use crate::conversation::{flatten, Budget, Turn};
-use crate::pi_provider::bridge::{BridgeCall, ProviderBridge};
-use crate::pi_provider::cursor_agent::{self, AgentCommand, AgentProcess};
-use crate::pi_provider::sink::is_bridged_card;
-use crate::pipeline::{Canceller, Pipeline, PipelineOptions};
+use crate::cursor_agent::{self, AgentCommand, AgentProcess};
+use crate::tool_bridge::is_bridged_card;
+use crate::tool_bridge::{BridgeCall, ProviderBridge};
+use toolstream_engine::pipeline::{Canceller, Pipeline, PipelineOptions};
 
 /// Events of a run kept while no response takes them (the client is running a tool); past it the
 /// run is stopped.

@@ -137,7 +137,7 @@ pub fn serve(opts: ServerOptions) -> anyhow::Result<()> {
         if !addr.ip().is_loopback() {
             tracing::warn!("serving on {addr}, which is not a loopback address: other machines can reach it");
         }
-        crate::say!("toolstream: serving OpenAI chat completions on http://{addr}/v1");
+        toolstream_engine::say!("toolstream: serving OpenAI chat completions on http://{addr}/v1");
         axum::serve(listener, router(opts)).await?;
         Ok(())
     })

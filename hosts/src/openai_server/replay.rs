@@ -15,8 +15,8 @@ use toolstream_schemas::OutputEvent;
 use toolstream_sinks::openai::{Naming, SseEncoder, SseEvent};
 use toolstream_sinks::{Sink, SinkError};
 
-use crate::pipeline::{Pipeline, PipelineOptions};
-use crate::source::Source;
+use toolstream_engine::pipeline::{Pipeline, PipelineOptions};
+use toolstream_engine::source::Source;
 
 /// The responses of a recording and the calls that end them.
 #[derive(Debug)]

@@ -32,10 +32,7 @@
 //! end as an `error` message. Exit status: 0 when the run ended with `stop`, 1 when it ended
 //! with `error` (or stdout went away), 2 for a bad request, 130 after `abort`.
 
-pub mod bridge;
-pub mod cursor_agent;
 pub mod gate;
-pub mod mcp_home;
 pub mod protocol;
 pub mod sink;
 
@@ -50,17 +47,17 @@ use toolstream_sinks::jsonl_trace::JsonlTraceSink;
 use toolstream_sinks::pi_events::failed_message_steps;
 use toolstream_sinks::Sink;
 
-use crate::config::Config;
 use crate::conversation;
-use crate::pipeline::{Canceller, Pipeline, PipelineError, PipelineOptions, END_WAIT};
-use crate::sinks::{keeps_recorded, report_to_stderr, OtelContent, SinkContext, SinkPlan, SinkSpec};
-use crate::source::Source;
-use bridge::ProviderBridge;
-use cursor_agent::{AgentCommand, AgentProcess};
+use crate::cursor_agent::{AgentCommand, AgentProcess};
+use crate::mcp_home::McpServer;
+use crate::tool_bridge::ProviderBridge;
 use gate::{Ack, Gate, Outcome, Outgoing};
-use mcp_home::McpServer;
 use protocol::{InLine, Request, SourceSpec};
 use sink::ProviderSink;
+use toolstream_engine::config::Config;
+use toolstream_engine::pipeline::{Canceller, Pipeline, PipelineError, PipelineOptions, END_WAIT};
+use toolstream_engine::sinks::{keeps_recorded, report_to_stderr, OtelContent, SinkContext, SinkPlan, SinkSpec};
+use toolstream_engine::source::Source;
 
 /// The model named in failure messages when the request named none.
 const NO_MODEL: &str = "unknown";
@@ -102,7 +99,7 @@ pub fn serve(opts: ProviderOptions) -> i32 {
             match ProviderBridge::start(&request.context.tools, move |call| feed.call(&call)) {
                 Ok(b) => b.map(Arc::new),
                 Err(e) => {
-                    crate::say!("toolstream: {e}; Cursor runs without pi's tools");
+                    toolstream_engine::say!("toolstream: {e}; Cursor runs without pi's tools");
                     None
                 }
             }
@@ -168,22 +165,22 @@ pub fn serve(opts: ProviderOptions) -> i32 {
         tracing::error!("cannot read the protocol input: {e}");
     }
 
-    let mut report = |e: &crate::decode::DecodeError| crate::say!("toolstream: {e}");
+    let mut report = |e: &toolstream_engine::decode::DecodeError| toolstream_engine::say!("toolstream: {e}");
     let result = pipeline.run_source(&source, &mut report);
     if let Err(e) = &result {
         if !matches!(e, PipelineError::Cancelled) {
-            crate::say!("toolstream: {e}");
+            toolstream_engine::say!("toolstream: {e}");
         }
     }
     let stats = pipeline.finish();
     for e in &stats.sink_errors {
-        crate::say!("toolstream: sink error: {e}");
+        toolstream_engine::say!("toolstream: sink error: {e}");
     }
     // What the user's sinks dropped or lost (the provider's own failures are said above).
     report_to_stderr(stats.sinks.iter().filter(|s| user_sinks.contains(&s.sink)));
     let sinks_lost = stats.sinks.iter().any(|s| user_sinks.contains(&s.sink) && s.lost_anything());
     if stats.decode_errors > 0 {
-        crate::say!("toolstream: {} line(s) could not be decoded ({} lines read)", stats.decode_errors, stats.lines);
+        toolstream_engine::say!("toolstream: {} line(s) could not be decoded ({} lines read)", stats.decode_errors, stats.lines);
     }
     if let Some(a) = &agent {
         a.kill();
@@ -217,7 +214,7 @@ fn exit_code(outcome: &Outcome) -> i32 {
 
 /// Deliver one failed message (`start` + `error`) and nothing else; returns `code`.
 fn fail(gate: &Gate, scrubber: &Scrubber, model: &str, msg: &str, code: i32) -> i32 {
-    crate::say!("toolstream: {}", scrubber.scrub(msg));
+    toolstream_engine::say!("toolstream: {}", scrubber.scrub(msg));
     gate.push(failed_message_steps(model, now_ms(), false, &scrubber.scrub(msg)).map(Outgoing::Event));
     gate.end_input();
     match gate.wait() {
@@ -287,7 +284,7 @@ fn open_source(request: &Request, agent_bin: Option<PathBuf>, mcp: Option<McpSer
                 flat.prompt
             };
             let cmd = AgentCommand {
-                bin: cursor_agent::agent_bin(agent_bin.as_deref()),
+                bin: crate::cursor_agent::agent_bin(agent_bin.as_deref()),
                 model: request.model.clone(),
                 workspace: request.cwd.clone(),
                 extra_args: args.clone(),
@@ -296,7 +293,7 @@ fn open_source(request: &Request, agent_bin: Option<PathBuf>, mcp: Option<McpSer
                 mcp,
                 prompt,
             };
-            let (source, process) = cursor_agent::spawn(&cmd).map_err(|m| (m, 1))?;
+            let (source, process) = crate::cursor_agent::spawn(&cmd).map_err(|m| (m, 1))?;
             Ok((source, Some(process)))
         }
     }
@@ -329,7 +326,7 @@ impl Stopper {
             }
         }
         let _ = io::stdout().flush();
-        crate::cli::exit(130)
+        toolstream_engine::exit::exit(130)
     }
 }
 
@@ -350,7 +347,7 @@ impl Stopper {
         }
         let _ = io::stdout().flush();
         let reason = self.gate.last_reason();
-        crate::cli::exit(exit_code(&Outcome::Finished { last_reason: reason }))
+        toolstream_engine::exit::exit(exit_code(&Outcome::Finished { last_reason: reason }))
     }
 }
 
@@ -386,7 +383,7 @@ fn control(mut input: impl BufRead, stop: &Stopper) {
         }
         match InLine::parse(text) {
             Ok(InLine::ToolResult(r)) => {
-                if let (Some(bridge), true) = (&stop.bridge, bridge::is_bridge_id(&r.tool_call_id)) {
+                if let (Some(bridge), true) = (&stop.bridge, crate::tool_bridge::is_bridge_id(&r.tool_call_id)) {
                     // pi ran its own tool for Cursor: the result resolves Cursor's MCP call.
                     bridge.result(&r.tool_call_id, r.content.clone(), r.is_error);
                 }

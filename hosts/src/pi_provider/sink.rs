@@ -9,13 +9,13 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
-use toolstream_schemas::{Card, Output, OutputEvent, RunId, ToolKind};
+use toolstream_schemas::{Output, OutputEvent, RunId};
 use toolstream_sinks::pi_events::display::ToolDisplay;
 use toolstream_sinks::pi_events::{Assembler, Step};
 use toolstream_sinks::{Sink, SinkError};
 
-use super::bridge::{BridgeCall, MCP_PREFIX};
 use super::gate::{Gate, Outgoing};
+use crate::tool_bridge::{is_bridged_card, BridgeCall};
 
 /// One pi request is one Cursor run: the first run the source opens is delivered, any other is
 /// left out (and reported once on stderr).
@@ -56,12 +56,6 @@ impl BridgeFeed {
         // Pushed under the lock: the run's own events cannot overtake it.
         self.gate.push(out);
     }
-}
-
-/// Whether `card` is Cursor's record of a call it made through the pi tool bridge.
-pub fn is_bridged_card(card: &Card) -> bool {
-    card.source_tool.kind() == Some(ToolKind::Mcp)
-        && card.args.get("toolName").and_then(|v| v.as_str()).is_some_and(|n| n.starts_with(MCP_PREFIX))
 }
 
 impl ProviderSink {

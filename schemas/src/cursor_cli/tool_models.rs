@@ -972,11 +972,8 @@ impl FailureResult {
 /// `result.terminalsFolder` on shell, `result.planUri` on createPlan, …): metadata, not an arm.
 pub const RESULT_SIBLING_KEYS: &[&str] = &["isBackground", "terminalsFolder", "pid", "sandboxPolicy", "planUri"];
 
-/// Whether a `result` arm reports success: `success`, plus the tool-specific success arms
-/// `startSuccess` / `saveSuccess` / `discardSuccess` (recordScreen) and `complete` (await).
-pub fn is_success_arm(arm: &str) -> bool {
-    matches!(arm, "success" | "startSuccess" | "saveSuccess" | "discardSuccess" | "complete")
-}
+/// Whether a `result` arm reports success (declared beside [`crate::event::ResultStatus`]).
+pub use crate::event::is_success_arm;
 
 // ------------------------------------------------------------------------------------------------
 // Per-kind unions and parsers

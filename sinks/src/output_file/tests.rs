@@ -1,5 +1,5 @@
 //! Unit tests of the file-sink rules on real files, symlinks and FIFOs in a temporary folder
-//! (devices, which need `mknod`, are tested end to end with the binary: `engine/tests/file_sinks.rs`).
+//! (devices, which need `mknod`, are tested end to end with the binary: `cli/tests/suite/file_sinks.rs`).
 // `cfg(all(test, unix))` is not `cfg(test)` to clippy, whose allow-*-in-tests do not reach here.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 

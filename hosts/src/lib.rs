@@ -12,5 +12,6 @@ pub mod cursor_models;
 pub mod local_http;
 pub mod mcp_home;
 pub mod openai_server;
+pub mod paused_run;
 pub mod pi_provider;
 pub mod tool_bridge;

@@ -7,13 +7,15 @@
 //! (`crate::tool_bridge`, a run-own MCP configuration for cursor-agent): when Cursor
 //! calls one, the current response ends with it as a `tool_calls` entry (its id is the bridge's
 //! call id) and the run stays alive, blocked on that MCP call. The response's channel is then
-//! detached; what the run produces meanwhile waits (bounded) until the client's next request
+//! detached; what the run produces meanwhile waits until the client's next request
 //! brings the tool result ([`LiveRun::resume`]): the result answers the MCP call and the run's
 //! continuation streams into that request's response. Parallel calls end one response each.
+//! What waits is bounded by the paused-run policy both front ends share (`crate::paused_run`):
+//! past its limit the run is held back (the sink waits for room, cursor-agent in the end blocks
+//! on its stdout) until the client comes back or the wait for it expires and the run is stopped.
 
-use std::collections::VecDeque;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Condvar, Mutex, PoisonError};
 
 use serde_json::{json, Value};
 use tokio::sync::{mpsc, OwnedSemaphorePermit};
@@ -26,13 +28,10 @@ use toolstream_sinks::{Sink, SinkError};
 use crate::bridge_server::BridgeSettings;
 use crate::conversation::{flatten, Budget, Turn};
 use crate::cursor_agent::{self, AgentCommand, AgentProcess};
+use crate::paused_run::Waiting;
 use crate::tool_bridge::is_bridged_card;
 use crate::tool_bridge::{BridgeCall, ProviderBridge};
 use toolstream_engine::pipeline::{Canceller, Pipeline, PipelineOptions};
-
-/// Events of a run kept while no response takes them (the client is running a tool); past it the
-/// run is stopped.
-const WAITING_LIMIT: usize = 10_000;
 
 /// What a live run needs from the server.
 #[derive(Clone, Debug)]
@@ -97,11 +96,20 @@ pub struct LiveRun {
     agent: Arc<AgentProcess>,
     canceller: Canceller,
     shared: Arc<Mutex<Shared>>,
+    /// Signalled when what waits for the client drained or the run is over.
+    room: Arc<Condvar>,
     _permit: OwnedSemaphorePermit,
 }
 
 impl LiveRun {
     pub fn stop(&self) {
+        {
+            let mut s = self.shared.lock().unwrap_or_else(PoisonError::into_inner);
+            s.outlet.over = true;
+            s.outlet.waiting.clear();
+        }
+        // A sink held back for room lets go (its events are dropped: the run is over).
+        self.room.notify_all();
         self.agent.kill();
         let c = self.canceller.clone();
         // Cancelling waits for the shard; never on the async workers.
@@ -111,7 +119,7 @@ impl LiveRun {
     /// The client's results for calls of this run (`(tool_call_id, text)`): `response` takes the
     /// run's next events (those that waited first), and the results answer Cursor's MCP calls.
     pub fn resume(&self, answered: Vec<(String, String)>, response: Response) {
-        let shared = self.shared.clone();
+        let (shared, room) = (self.shared.clone(), self.room.clone());
         // Attaching sends what waited: blocking sends, off the async workers.
         tokio::task::spawn_blocking(move || {
             let bridge = {
@@ -120,6 +128,7 @@ impl LiveRun {
                 outlet.attach(response, agent);
                 s.bridge.clone()
             };
+            room.notify_all();
             let Some(bridge) = bridge else {
                 tracing::debug!("the run ended before the client's tool result came");
                 return;
@@ -178,7 +187,7 @@ pub fn start(
     let shared = Arc::new(Mutex::new(Shared {
         encoder: SseEncoder::new(Naming::default()),
         run: None,
-        outlet: Outlet { current: Some(response), waiting: VecDeque::new(), over: false },
+        outlet: Outlet { current: Some(response), waiting: Waiting::default(), over: false },
         agent: agent.clone(),
         bridged: bridge.is_some(),
         bridge,
@@ -189,7 +198,8 @@ pub fn start(
         popts.shard.scrubber = popts.shard.scrubber.with_known_secret(token.as_str());
     }
     let scrubber = popts.shard.scrubber.clone();
-    let sink = Forward { shared: shared.clone() };
+    let room = Arc::new(Condvar::new());
+    let sink = Forward { shared: shared.clone(), room: room.clone() };
     let mut pipeline = match Pipeline::new(popts, vec![Box::new(sink)]) {
         Ok(p) => p,
         Err(e) => {
@@ -239,7 +249,7 @@ pub fn start(
             agent.kill();
             format!("cannot start the run's thread: {e}")
         })?;
-    Ok(LiveRun { agent, canceller, shared, _permit: permit })
+    Ok(LiveRun { agent, canceller, shared, room, _permit: permit })
 }
 
 /// The run's state shared by its pipeline, the bridge's calls and the requests.
@@ -287,7 +297,8 @@ impl Shared {
 /// Where the run's events go: the current response, or a bounded wait for the next one.
 struct Outlet {
     current: Option<Response>,
-    waiting: VecDeque<SseEvent>,
+    /// By the bytes of each event on the wire.
+    waiting: Waiting<SseEvent>,
     /// The run's last response ended (or its client left): later events are dropped.
     over: bool,
 }
@@ -299,12 +310,8 @@ impl Outlet {
                 return;
             }
             let Some(resp) = &self.current else {
-                if self.waiting.len() >= WAITING_LIMIT && matches!(e, SseEvent::Chunk(_)) {
-                    tracing::warn!("the run produced too much while waiting for a tool result: stopping it");
-                    agent.kill();
-                    continue;
-                }
-                self.waiting.push_back(e);
+                let bytes = e.to_sse().len();
+                self.waiting.push(e, bytes);
                 continue;
             };
             let ends = match &e {
@@ -333,7 +340,7 @@ impl Outlet {
     /// The next response: what waited goes to it first.
     fn attach(&mut self, response: Response, agent: &AgentProcess) {
         self.current = Some(response);
-        let waited: Vec<SseEvent> = self.waiting.drain(..).collect();
+        let waited: Vec<SseEvent> = self.waiting.drain().collect();
         self.send(waited, agent);
     }
 }
@@ -341,6 +348,7 @@ impl Outlet {
 /// The pipeline's sink: the run's events into its responses.
 struct Forward {
     shared: Arc<Mutex<Shared>>,
+    room: Arc<Condvar>,
 }
 
 impl Sink for Forward {
@@ -349,7 +357,12 @@ impl Sink for Forward {
     }
 
     fn write(&mut self, batch: &[OutputEvent]) -> Result<(), SinkError> {
-        self.shared.lock().unwrap_or_else(PoisonError::into_inner).push(batch);
+        let mut s = self.shared.lock().unwrap_or_else(PoisonError::into_inner);
+        s.push(batch);
+        // Held back while what waits for the client is past the limit (`crate::paused_run`).
+        while s.outlet.current.is_none() && !s.outlet.over && s.outlet.waiting.is_full() {
+            s = self.room.wait(s).unwrap_or_else(PoisonError::into_inner);
+        }
         Ok(())
     }
 

@@ -6,7 +6,8 @@
 //! every tool call of that message (one `tool_result` input line per call, in any order), so the
 //! caller reads exactly one assistant message per provider call.
 //!
-//! What waits for pi is bounded: [`WAITING_LIMIT_BYTES`]. A hand-over that would go past it waits
+//! What waits for pi is bounded by the paused-run policy the front ends share
+//! (`crate::paused_run`, [`WAITING_LIMIT_BYTES`] by [`Step::held_bytes`]). A hand-over that would go past it waits
 //! until pi's answers let the queue drain, and so does the engine behind it — the sink thread, the
 //! engine's bounded queues, and in the end the reading of the source: a recording is not read
 //! further, a `cursor-agent` blocks writing to its stdout pipe. Nothing is dropped and the order is
@@ -19,17 +20,14 @@
 //! [`Delivery`] is the pure state machine (items and answers in, the items that may go out now
 //! out); [`Gate`] puts it behind a lock, writes to stdout and makes hand-overs wait.
 
-use std::collections::VecDeque;
 use std::io::Write;
 use std::sync::{Condvar, Mutex, MutexGuard};
 
 use serde::Serialize;
 use toolstream_sinks::pi_events::{write_step, AssistantMessage, BlockKind, ContentBlock, Step};
 
-/// How much (by [`Step::held_bytes`]) may wait in the gate for pi's tool results before a
-/// hand-over waits: 1 MiB, a few hundred typical messages; the engine's own queues in front of it
-/// are bounded by batch counts.
-pub const WAITING_LIMIT_BYTES: usize = 1 << 20;
+use crate::paused_run::Waiting;
+pub use crate::paused_run::WAITING_LIMIT_BYTES;
 
 /// One item for stdout.
 // Nearly every item is an `Event`: boxing it would cost an allocation per step for nothing.
@@ -105,11 +103,7 @@ enum Closed {
 #[derive(Debug, Default)]
 pub struct Delivery {
     /// Items not delivered yet, with their [`Outgoing::held_bytes`].
-    queue: VecDeque<(Outgoing, usize)>,
-    /// The sum of the queue's held bytes.
-    held: usize,
-    /// The most it ever held.
-    peak: usize,
+    queue: Waiting<Outgoing>,
     /// Tool call ids of the last delivered `tool_results` that pi has not answered yet.
     awaiting: Vec<String>,
     /// The message started on the wire and not ended, as delivered so far.
@@ -123,7 +117,7 @@ pub struct Delivery {
 impl Delivery {
     /// Whether an item holding `bytes` may be queued now (always, into an empty queue).
     pub fn has_room(&self, bytes: usize) -> bool {
-        self.queue.is_empty() || self.held + bytes <= WAITING_LIMIT_BYTES
+        self.queue.has_room(bytes)
     }
 
     /// Queue an item (nothing once delivery stopped; a second `chat` is dropped).
@@ -132,9 +126,7 @@ impl Delivery {
             return;
         }
         let bytes = item.held_bytes();
-        self.held += bytes;
-        self.peak = self.peak.max(self.held);
-        self.queue.push_back((item, bytes));
+        self.queue.push(item, bytes);
     }
 
     /// The next item that may go out now, taken as delivered; `None` while pi has calls to answer
@@ -144,8 +136,7 @@ impl Delivery {
             if self.closed.is_some() || !self.awaiting.is_empty() {
                 return None;
             }
-            let (item, bytes) = self.queue.pop_front()?;
-            self.held -= bytes;
+            let item = self.queue.pop()?;
             match &item {
                 Outgoing::Chat(_) if self.chat_sent => continue,
                 Outgoing::Chat(_) => self.chat_sent = true,
@@ -211,7 +202,6 @@ impl Delivery {
         }
         self.closed = Some(Closed::Aborted);
         self.queue.clear();
-        self.held = 0;
         let mut message = self.open.take()?;
         message.stop_reason = "aborted";
         message.error_message = Some(toolstream_schemas::CANCELLED_MESSAGE.to_owned());
@@ -222,12 +212,11 @@ impl Delivery {
     pub fn output_gone(&mut self) {
         self.closed = Some(Closed::OutputGone);
         self.queue.clear();
-        self.held = 0;
     }
 
     /// What waits now, and the most that ever waited (bytes, by [`Step::held_bytes`]).
     pub fn held(&self) -> (usize, usize) {
-        (self.held, self.peak)
+        self.queue.held()
     }
 
     pub fn is_closed(&self) -> bool {

@@ -1,16 +1,16 @@
-//! Test support shared by every crate's tests: where the shared fixtures are, and what a test
-//! does when one is missing. Under the test command (`./scripts/test`, which CI runs) a missing
-//! fixture is a failure (`TOOLSTREAM_REQUIRE_FIXTURES=1`); run by hand without it, the test says
-//! so on stderr and skips.
+//! Test support shared by every crate's tests: where the shared fixtures are, and the one gate
+//! for what a test needs and a machine may lack ([`require`]). Under the test command
+//! (`./scripts/test`, which CI runs) a missing fixture is a failure
+//! (`TOOLSTREAM_REQUIRE_FIXTURES=1`); run by hand without it, the test says so and skips.
 
 pub mod fuzz;
+pub mod require;
 pub mod synthetic;
 pub mod terminal;
 
-use std::path::{Path, PathBuf};
+pub use require::{require, required, Tool};
 
-/// Set by `./scripts/test`: fixture tests may not skip.
-pub const REQUIRE_FIXTURES_ENV: &str = "TOOLSTREAM_REQUIRE_FIXTURES";
+use std::path::{Path, PathBuf};
 
 /// The shared folder beside the project root (`../shared`).
 pub fn shared_dir() -> PathBuf {
@@ -19,11 +19,11 @@ pub fn shared_dir() -> PathBuf {
 
 /// Whether a missing fixture must fail the test rather than skip it.
 pub fn fixtures_required() -> bool {
-    std::env::var_os(REQUIRE_FIXTURES_ENV).is_some_and(|v| !v.is_empty() && v != "0")
+    required(Tool::Fixtures)
 }
 
 /// `../shared/fixtures/<rel>` (a file or a folder), or `None` when it is absent and fixtures are
-/// not required (with a note on stderr).
+/// not required (the skip reported by [`require`]).
 ///
 /// # Panics
 /// When it is absent and [`fixtures_required`]: under the test command a fixture test never
@@ -39,9 +39,9 @@ fn locate(shared: &Path, rel: &str, required: bool) -> Option<PathBuf> {
     }
     #[allow(clippy::panic)]
     if required {
-        panic!("fixture {} is missing and {REQUIRE_FIXTURES_ENV} is set", path.display());
+        panic!("fixture {} is missing and {} is set", path.display(), Tool::Fixtures.require_env());
     }
-    eprintln!("note: {} is absent; skipping this fixture test", path.display());
+    require::skip(Tool::Fixtures, &format!("fixture {}", path.display()));
     None
 }
 
@@ -64,7 +64,7 @@ pub fn fixture_files(rel: &str, ext: &str) -> Vec<PathBuf> {
     files.sort();
     #[allow(clippy::panic)]
     if files.is_empty() && fixtures_required() {
-        panic!("fixture folder {} holds no .{ext} file and {REQUIRE_FIXTURES_ENV} is set", dir.display());
+        panic!("fixture folder {} holds no .{ext} file and {} is set", dir.display(), Tool::Fixtures.require_env());
     }
     files
 }

@@ -10,7 +10,7 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 
-mod support;
+use super::support;
 
 use proptest::prelude::*;
 use proptest::strategy::Union;
@@ -439,7 +439,7 @@ fn drive(steps: &[Step], cancel: bool) -> Outcome {
     Outcome { out, step_of }
 }
 
-/// The same steps through the actor chain the binary runs (`stage::start_shard`: one actix actor
+/// The same steps through the actor chain the binary runs (`shard::start_shard`: one actix actor
 /// per stage on a System), handed over in batches of the given sizes (cycled), as the shard's
 /// pump does. Its output must be the pure chain's, event for event.
 fn drive_actors(steps: &[Step], cancel: bool, batch_sizes: &[usize]) -> Vec<OutputEvent> {

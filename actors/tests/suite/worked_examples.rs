@@ -3,7 +3,7 @@
 //! stage): a small input stream in, the output events checked.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod support;
+use super::support;
 
 use std::sync::Arc;
 

@@ -14,10 +14,31 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
-use toolstream::pipeline::{Pipeline, PipelineOptions, Stats};
-use toolstream::source::Source;
+use toolstream_engine::pipeline::{Pipeline, PipelineOptions, Stats};
+use toolstream_engine::source::Source;
 use toolstream_schemas::OutputEvent;
 use toolstream_sinks::{Sink, SinkError};
+use toolstream_testkit::Tool;
+
+/// The project's Python (`.venv`, by `scripts/install-py`) when it imports every module of
+/// `imports` (`"mcp.client.streamable_http"`, `"openai"`, `"pytest"`), or `None` — the skip
+/// reported, or a failure where Python is required (`toolstream_testkit::require`).
+pub fn python(imports: &[&str]) -> Option<PathBuf> {
+    let python = Path::new(env!("CARGO_MANIFEST_DIR")).join("../.venv/bin/python");
+    let probe = Command::new(&python).args(["-c", &format!("import {}", imports.join(", "))]).output();
+    let present = probe.is_ok_and(|o| o.status.success());
+    let what = format!("{} with {}", python.display(), imports.join(", "));
+    toolstream_testkit::require(Tool::Py, present, &what).then_some(python)
+}
+
+/// Compares `out` with its reviewed snapshot, `tests/suite/snapshots/<file>__<name>.snap`: the
+/// name each golden had when every test file was its own binary, so the goldens keep theirs.
+pub fn assert_golden(file: &str, name: &str, out: &str) {
+    let mut settings = insta::Settings::clone_current();
+    settings.set_prepend_module_to_snapshot(false);
+    settings.set_snapshot_path(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/suite/snapshots"));
+    settings.bind(|| insta::assert_snapshot!(&*format!("{file}__{name}"), out));
+}
 
 /// `../shared/fixtures/cursor-cli`, or `None` when absent (a failure under `./scripts/test`, see
 /// `toolstream_testkit`).
@@ -197,11 +218,8 @@ pub fn pis() -> Vec<Pi> {
             version: version.into(),
             dir: root.join(".deps").join(format!("pi-{version}")),
         };
-        if pi.bin().exists() {
+        if toolstream_testkit::require(Tool::Pi, pi.bin().exists(), &pi.bin().display().to_string()) {
             found.push(pi);
-        } else {
-            assert!(std::env::var_os("TOOLSTREAM_REQUIRE_PI").is_none(), "{} is absent", pi.bin().display());
-            eprintln!("note: {} is absent (run scripts/install-pi); skipping its real-pi checks", pi.bin().display());
         }
     }
     found

@@ -17,22 +17,29 @@ use std::time::{Duration, Instant};
 
 use super::{tempdir, toolstream};
 
-const REQUIRE_ENV: &str = "TOOLSTREAM_REQUIRE_OTEL";
-
 /// `.venv/bin/rotel-agent`, or `None` (with a note) when absent and not required.
 pub fn rotel_agent() -> Option<PathBuf> {
     let agent = Path::new(env!("CARGO_MANIFEST_DIR")).join("../.venv/bin/rotel-agent");
-    if agent.exists() {
-        return Some(agent);
-    }
-    let required = std::env::var_os(REQUIRE_ENV).is_some_and(|v| !v.is_empty() && v != "0");
-    assert!(!required, "{} is absent and {REQUIRE_ENV} is set (run ./scripts/install-py)", agent.display());
-    eprintln!("note: {} is absent; skipping this collector test (./scripts/install-py)", agent.display());
-    None
+    let present = agent.exists();
+    toolstream_testkit::require(toolstream_testkit::Tool::Otel, present, &agent.display().to_string()).then_some(agent)
 }
 
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+/// A loopback port, held (bound) until [`HeldPort::release`].
+struct HeldPort(TcpListener);
+
+impl HeldPort {
+    fn new() -> HeldPort {
+        HeldPort(TcpListener::bind("127.0.0.1:0").unwrap())
+    }
+
+    fn port(&self) -> u16 {
+        self.0.local_addr().unwrap().port()
+    }
+
+    /// Let the port go, for the collector about to bind it.
+    fn release(self) -> u16 {
+        self.port()
+    }
 }
 
 /// A running collector; killed when dropped.
@@ -44,27 +51,44 @@ pub struct Collector {
 }
 
 impl Collector {
-    /// Ports picked now (the collector may be started later on them: [`Collector::start_on`]).
+    /// Ports picked now, for a collector started later ([`Collector::start_on`]) and absent until
+    /// then: they are free (not held) meanwhile, so another process could take them first.
     pub fn ports() -> (u16, u16) {
-        (free_port(), free_port())
+        (HeldPort::new().release(), HeldPort::new().release())
     }
 
+    /// A collector on ports held until the moment it is started; should another process take one
+    /// in that moment (the collector then exits), it is started again on new ports.
     pub fn start(agent: &Path) -> Collector {
-        let (http, grpc) = Collector::ports();
-        Collector::start_on(agent, http, grpc)
+        Collector::start_held(agent, &["traces"])
     }
 
     /// A collector that prints the metrics it receives too ([`Collector::metrics`]).
     pub fn start_with_metrics(agent: &Path) -> Collector {
-        let (http, grpc) = Collector::ports();
-        Collector::start_printing(agent, http, grpc, &["traces", "metrics"])
+        Collector::start_held(agent, &["traces", "metrics"])
+    }
+
+    /// [`Collector::start`], printing `what` it receives.
+    fn start_held(agent: &Path, what: &[&str]) -> Collector {
+        for _ in 0..3 {
+            let (http, grpc) = (HeldPort::new(), HeldPort::new());
+            if let Some(c) = Collector::try_start(agent, http.release(), grpc.release(), what) {
+                return c;
+            }
+        }
+        panic!("rotel did not start on three pairs of free ports");
     }
 
     pub fn start_on(agent: &Path, http: u16, grpc: u16) -> Collector {
-        Collector::start_printing(agent, http, grpc, &["traces"])
+        match Collector::try_start(agent, http, grpc, &["traces"]) {
+            Some(c) => c,
+            None => panic!("rotel could not listen on {http} and {grpc}"),
+        }
     }
 
-    fn start_printing(agent: &Path, http: u16, grpc: u16, what: &[&str]) -> Collector {
+    /// The collector on `http` and `grpc`, printing `what` it receives, once it listens on both;
+    /// `None` when it exited first.
+    fn try_start(agent: &Path, http: u16, grpc: u16, what: &[&str]) -> Option<Collector> {
         let dir = tempdir();
         let log = dir.join("rotel.out");
         let out = fs::File::create(&log).unwrap();
@@ -86,15 +110,19 @@ impl Collector {
             .stderr(out)
             .spawn()
             .unwrap();
-        let c = Collector { child, log, http, grpc };
+        let mut c = Collector { child, log, http, grpc };
         let deadline = Instant::now() + Duration::from_secs(15);
         for port in [http, grpc] {
             while TcpStream::connect(("127.0.0.1", port)).is_err() {
+                if c.child.try_wait().unwrap().is_some() {
+                    eprintln!("rotel exited before listening on {port}: {}", c.output());
+                    return None;
+                }
                 assert!(Instant::now() < deadline, "rotel did not listen on {port}: {}", c.output());
                 std::thread::sleep(Duration::from_millis(50));
             }
         }
-        c
+        Some(c)
     }
 
     pub fn http_url(&self) -> String {

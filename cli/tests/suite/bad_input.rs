@@ -3,7 +3,7 @@
 //! mid-run, `--strict`.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
+use crate::common;
 
 use toolstream_schemas::{Output, RunStatus};
 

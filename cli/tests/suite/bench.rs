@@ -6,7 +6,7 @@
 //! collector (rotel on loopback, `common::otel`). (Throughput itself is measured, never asserted.)
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
+use crate::common;
 
 #[test]
 fn bench_reports_every_stage_as_json() {

@@ -4,7 +4,7 @@
 //! plays pi's side on its stdin/stdout) and, for the load test, the server in-process.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
+use crate::common;
 
 use std::collections::{HashMap, HashSet};
 use std::io::{BufRead, BufReader, Read, Write};
@@ -16,10 +16,10 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use serde_json::{json, Value};
-use toolstream::bridge_server::{BridgeEvent, BridgeServer, BridgeServerOptions, BridgeSettings, SessionLimits};
 use toolstream_actors::bridge::exposure::PiToolDef;
+use toolstream_hosts::bridge_server::{BridgeEvent, BridgeServer, BridgeServerOptions, BridgeSettings, SessionLimits};
 
-use common::{http, tempdir, wait_or_kill};
+use crate::common::{http, tempdir, wait_or_kill};
 
 /// Bound of every wait for one line (the machine is shared: generous, never a timing assertion).
 const LINE_WAIT: Duration = Duration::from_secs(60);
@@ -35,17 +35,7 @@ fn client_script() -> PathBuf {
 /// The project's Python with the `mcp` SDK, or `None` (with a note) when absent — a failure under
 /// `scripts/test`.
 fn mcp_python() -> Option<PathBuf> {
-    let python = Path::new(env!("CARGO_MANIFEST_DIR")).join("../.venv/bin/python");
-    let probe = Command::new(&python).args(["-c", "import mcp.client.streamable_http"]).output();
-    if probe.is_ok_and(|o| o.status.success()) {
-        return Some(python);
-    }
-    assert!(
-        std::env::var_os("TOOLSTREAM_REQUIRE_PY").is_none(),
-        "the mcp Python SDK is absent: run scripts/install-py"
-    );
-    eprintln!("note: the mcp Python SDK is not installed (scripts/install-py); the bridge client checks are skipped");
-    None
+    common::python(&["mcp.client.streamable_http"])
 }
 
 /// Lines of a child's pipe, read on a thread, JSON-parsed when they parse.

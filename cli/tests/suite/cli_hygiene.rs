@@ -3,7 +3,7 @@
 //! error or a panic, and logs carry no ANSI escapes when stderr is not a terminal.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
+use crate::common;
 
 use std::io::Read;
 use std::path::Path;

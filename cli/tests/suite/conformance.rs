@@ -6,7 +6,7 @@
 //! tool-call names and arguments, and tool-result text and error flags.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
+use crate::common;
 
 use std::path::PathBuf;
 

@@ -11,7 +11,7 @@
 //! - `--sink pi-sessions` puts the conversation where pi lists and opens it, once.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

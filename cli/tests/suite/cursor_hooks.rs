@@ -6,15 +6,15 @@
 //! (cards, pi session).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
+use crate::common;
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
 use common::cursor::hook_log_holds;
 use serde_json::Value;
-use toolstream::decode::framing::{Frame, LineReader};
-use toolstream::decode::Decoder;
+use toolstream_engine::decode::framing::{Frame, LineReader};
+use toolstream_engine::decode::Decoder;
 use toolstream_schemas::{CallArgs, Input, Output, ToolKind};
 
 /// The LangSmith pair: the hook log and the transcripts of the same session.

@@ -7,7 +7,7 @@
 //! Without rotel or pi, the parts that need them skip (except under `./scripts/test`).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -3,7 +3,7 @@
 //! tool runs; and Ctrl-C or end of input closes every run and flushes every sink.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
+use crate::common;
 
 use std::io::Write;
 use std::process::{Command, Stdio};

@@ -3,7 +3,7 @@
 //! one close per run), and shows each piece of assistant text exactly once.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
+use crate::common;
 
 use std::collections::{BTreeMap, BTreeSet};
 

@@ -2,7 +2,7 @@
 //! compared with reviewed snapshots (insta), plus explicit checks of what each snapshot must show.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
+use crate::common;
 
 fn replay(path: &std::path::Path, extra: &[&str]) -> String {
     let mut args = vec!["replay", "--color", "never"];
@@ -19,7 +19,7 @@ macro_rules! golden {
         fn $test() {
             let Some(path) = common::cli_capture(concat!($file, ".jsonl")) else { return };
             let $out = replay(&path, &[]);
-            insta::assert_snapshot!(stringify!($test), $out);
+            common::assert_golden("golden", stringify!($test), &$out);
             $checks
         }
     };
@@ -91,9 +91,9 @@ golden!(completions_without_start, "agentsserver__captured-lines__NOT-contiguous
 fn demo_collapsed_and_expanded() {
     let demo = common::example("demo.jsonl");
     let out = replay(&demo, &[]);
-    insta::assert_snapshot!("demo", out);
+    common::assert_golden("golden", "demo", &out);
     let expanded = replay(&demo, &["--expanded"]);
-    insta::assert_snapshot!("demo_expanded", expanded);
+    common::assert_golden("golden", "demo_expanded", &expanded);
     assert!(out.contains("✗ $ npm test -- --silent"));
     assert!(expanded.contains("Command exited with code 1"));
     assert!(out.contains("-12   return Math.round(cents * rate) / 100;"));

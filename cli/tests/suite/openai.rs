@@ -4,9 +4,9 @@
 //! stand-in cursor-agent.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
+use crate::common;
 
-use common::http;
+use crate::common::http;
 
 use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
@@ -98,17 +98,7 @@ fn cursors_own_tools_are_reasoning_lines_never_tool_calls() {
 }
 
 fn python() -> Option<PathBuf> {
-    let python = Path::new(env!("CARGO_MANIFEST_DIR")).join("../.venv/bin/python");
-    let probe = Command::new(&python).args(["-c", "import openai, mcp"]).output();
-    if probe.is_ok_and(|o| o.status.success()) {
-        return Some(python);
-    }
-    assert!(
-        std::env::var_os("TOOLSTREAM_REQUIRE_PY").is_none(),
-        "the openai/mcp SDKs are absent: run scripts/install-py"
-    );
-    eprintln!("note: the openai or mcp Python SDK is not installed (scripts/install-py); the SDK check is skipped");
-    None
+    common::python(&["openai", "mcp"])
 }
 
 /// A running `serve openai` (killed when dropped): its base URL and what it said on stderr.
@@ -235,10 +225,13 @@ fn the_openai_sdk_gets_a_cursor_turn_with_the_history_in_its_prompt() {
     assert!(seen["content"].as_str().unwrap().contains("Fixed `total()` in src/price.ts"), "{seen}");
     assert!(seen["streamed"].as_str().unwrap().contains("Fixed `total()`"), "{seen}");
     let args = std::fs::read_to_string(&args_log).unwrap();
-    assert!(args.contains(toolstream::conversation::HISTORY_HEADER), "{args}");
+    assert!(args.contains(toolstream_hosts::conversation::HISTORY_HEADER), "{args}");
     assert!(args.contains("[system]\nYou are terse."), "{args}");
     assert!(args.contains("It rounds totals (HISTORY-MARKER-7)."), "{args}");
-    assert!(args.contains(&format!("{}\nFix the rounding bug.", toolstream::conversation::REQUEST_HEADER)), "{args}");
+    assert!(
+        args.contains(&format!("{}\nFix the rounding bug.", toolstream_hosts::conversation::REQUEST_HEADER)),
+        "{args}"
+    );
     assert!(args.starts_with("-p\n--output-format\nstream-json\n"), "{args}");
 }
 

@@ -4,17 +4,16 @@
 //! collector that accepts connections and never answers (no rotel needed).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
-
 use std::collections::HashMap;
 use std::fs;
-use std::io::Write;
+use std::io::{BufRead, BufReader, Read, Write};
 use std::path::Path;
-use std::process::Stdio;
+use std::process::{Command, Stdio};
+use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use common::otel::{expected, rotel_agent, Collector, SilentCollector, Span};
-use common::{cli_captures, example, tempdir, toolstream, toolstream_env};
+use crate::common::otel::{expected, rotel_agent, Collector, SilentCollector, Span};
+use crate::common::{cli_captures, example, tempdir, toolstream, toolstream_env};
 
 /// The spans of one replay, checked against the GenAI conventions and `toolstream stats`.
 fn check_file(file: &Path, spans: &[Span]) {
@@ -220,7 +219,7 @@ fn a_collector_that_never_answers_loses_every_span_says_so_and_exits_1_within_th
     let http = format!("otlp={}", silent.url());
     let grpc = format!("otlp-grpc={}", silent.url());
     // The documented bound, plus starting the process, the replay itself and exiting.
-    let bound = toolstream::pipeline::END_WAIT + Duration::from_secs(2);
+    let bound = toolstream_engine::pipeline::END_WAIT + Duration::from_secs(2);
     let args =
         ["replay", "--color", "never", "--sink", "cards", "--sink", &http, "--sink", &grpc, demo.to_str().unwrap()];
     // Several trials: whatever state the sink's thread is in when the wait ends, every span is
@@ -266,7 +265,7 @@ fn a_burst_of_100k_calls_reaches_the_collector() {
 }
 
 #[test]
-fn a_collector_absent_for_10s_neither_crashes_nor_hangs_nor_disturbs_other_sinks() {
+fn a_collector_absent_while_a_run_is_exported_neither_crashes_nor_hangs_nor_disturbs_other_sinks() {
     let Some(agent) = rotel_agent() else { return };
     let input = fs::read(example("demo.jsonl")).unwrap();
     let dir = tempdir();
@@ -291,29 +290,66 @@ fn a_collector_absent_for_10s_neither_crashes_nor_hangs_nor_disturbs_other_sinks
     let pi_session = format!("pi-session={}", session.display());
     let otlp = format!("otlp=http://127.0.0.1:{http}");
     let args = ["replay", "--color", "never", "--sink", "cards", "--sink", &pi_session, "--sink", &otlp, "-"];
-    let mut child = common::spawn_toolstream(&args, Stdio::piped());
-    // Live input: the whole run now, the collector in 10 s, end of input 3 s later.
+    // The exporter's failures are logged at debug: the test waits for the first one.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_toolstream"))
+        .args(args)
+        .env("TOOLSTREAM_LOG", "warn,rmcp=off,toolstream_sinks::otel=debug")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdout = child.stdout.take().unwrap();
+    let cards = std::thread::spawn(move || {
+        let mut text = String::new();
+        stdout.read_to_string(&mut text).unwrap();
+        text
+    });
+    let (lines_tx, lines) = mpsc::channel::<String>();
+    let stderr = child.stderr.take().unwrap();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            let _ = lines_tx.send(line);
+        }
+    });
+    // Live input: the whole run now; the collector comes only once an export to it has failed
+    // (it is absent while the run is exported), and the input ends right after.
     let mut stdin = child.stdin.take().unwrap();
     stdin.write_all(&input).unwrap();
     stdin.flush().unwrap();
-    std::thread::sleep(Duration::from_secs(10));
+    let mut stderr = String::new();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let Ok(line) = lines.recv_timeout(deadline.saturating_duration_since(Instant::now())) else {
+            panic!("no failed export to the absent collector within 30 s: {stderr}");
+        };
+        let failed = line.contains("OTLP export failed");
+        stderr.push_str(&line);
+        stderr.push('\n');
+        if failed {
+            break;
+        }
+    }
     assert!(child.try_wait().unwrap().is_none(), "toolstream still runs while its input is open");
     let collector = Collector::start_on(&agent, http, grpc);
-    std::thread::sleep(Duration::from_secs(3));
     drop(stdin);
     let started = Instant::now();
-    let out = loop {
-        if child.try_wait().unwrap().is_some() {
-            break child.wait_with_output().unwrap();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
         }
         assert!(started.elapsed() < Duration::from_secs(20), "toolstream hung at exit");
         std::thread::sleep(Duration::from_millis(50));
     };
-    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    // The pipe's writer is gone: the reader's channel ends.
+    for line in lines {
+        stderr.push_str(&line);
+        stderr.push('\n');
+    }
     let lost = reported_lost(&stderr);
     // A run whose sink lost spans exits 1, and says how many.
-    assert_eq!(out.status.code(), Some(i32::from(lost > 0)), "{stderr}");
-    assert_eq!(String::from_utf8_lossy(&out.stdout), plain.stdout, "the cards are unaffected");
+    assert_eq!(status.code(), Some(i32::from(lost > 0)), "{stderr}");
+    assert_eq!(cards.join().unwrap(), plain.stdout, "the cards are unaffected");
     let a = fs::read_to_string(&plain_session).unwrap();
     let b = fs::read_to_string(&session).unwrap();
     assert_eq!(a.lines().count(), b.lines().count(), "the pi session is unaffected");

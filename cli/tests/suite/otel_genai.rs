@@ -6,7 +6,7 @@
 //! the collector these skip, except under `./scripts/test` (`TOOLSTREAM_REQUIRE_OTEL=1`).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
+use crate::common;
 
 use std::collections::HashSet;
 use std::time::Duration;

@@ -8,7 +8,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
+use crate::common;
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
@@ -21,9 +21,9 @@ use serde_json::{json, Value};
 const PI_TIMEOUT: Duration = Duration::from_secs(40);
 /// The Cursor chat of `examples/demo.jsonl` (its `system/init` `session_id`).
 const DEMO_CHAT: &str = "5f1c2a9e-7b3d-4e21-9c8a-2d6f0e4b1a77";
-/// What the engine puts in front of a flattened history (`toolstream::conversation`).
-const HISTORY_HEADER: &str = toolstream::conversation::HISTORY_HEADER;
-const REQUEST_HEADER: &str = toolstream::conversation::REQUEST_HEADER;
+/// What the engine puts in front of a flattened history (`toolstream_hosts::conversation`).
+const HISTORY_HEADER: &str = toolstream_hosts::conversation::HISTORY_HEADER;
+const REQUEST_HEADER: &str = toolstream_hosts::conversation::REQUEST_HEADER;
 
 fn extension() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../integrations/pi").canonicalize().unwrap()
@@ -567,7 +567,7 @@ fn the_extension_reads_booleans_as_the_engine_does() {
         let done = common::run_with_timeout(&mut cmd, None, PI_TIMEOUT).unwrap();
         assert_eq!(done.code, Some(0), "{}", done.stderr);
         let theirs: Vec<Option<bool>> = serde_json::from_str(done.stdout.trim()).unwrap();
-        let ours: Vec<Option<bool>> = values.iter().map(|v| toolstream::config::parse_bool(v)).collect();
+        let ours: Vec<Option<bool>> = values.iter().map(|v| toolstream_engine::config::parse_bool(v)).collect();
         for ((v, t), o) in values.iter().zip(&theirs).zip(&ours) {
             assert_eq!(t, o, "{v:?}: the extension reads {t:?}, the engine {o:?}");
         }
@@ -653,17 +653,7 @@ fn a_malformed_backend_line_is_reported_not_dropped_silently() {
 
 /// The project's virtualenv python (scripts/install-py), with the official MCP SDK.
 fn venv_python() -> Option<PathBuf> {
-    let py = Path::new(env!("CARGO_MANIFEST_DIR")).join("../.venv/bin/python");
-    if py.exists() {
-        return Some(py);
-    }
-    assert!(
-        std::env::var_os("TOOLSTREAM_REQUIRE_PY").is_none(),
-        "{} is missing: run ./scripts/install-py",
-        py.display()
-    );
-    eprintln!("skipped: no {} (./scripts/install-py)", py.display());
-    None
+    common::python(&["mcp"])
 }
 
 #[test]

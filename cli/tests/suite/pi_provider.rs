@@ -14,8 +14,8 @@
 //! Without pi the real-pi tests print a note and pass, unless TOOLSTREAM_REQUIRE_PI is set.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
-use common::{run_with_timeout, wait_or_kill, Finished};
+use crate::common;
+use crate::common::{run_with_timeout, wait_or_kill, Finished};
 
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read, Write};

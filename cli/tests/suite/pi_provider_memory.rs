@@ -10,7 +10,7 @@
 //! on this debug build. The figures are printed.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
+use crate::common;
 
 use std::fmt::Write as _;
 use std::io::{BufRead, BufReader, BufWriter, Write};

@@ -10,8 +10,8 @@
 //! Without pi the structural checks still run and the real-pi test prints a note and passes.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
-use common::{run_with_timeout, wait_or_kill, Finished};
+use crate::common;
+use crate::common::{run_with_timeout, wait_or_kill, Finished};
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
@@ -152,7 +152,7 @@ fn capture_result_text(capture: &Path) -> Option<String> {
 
 #[test]
 fn sink_spec_parses() {
-    use toolstream::sinks::{SinkKind, SinkSpec};
+    use toolstream_engine::sinks::{SinkKind, SinkSpec};
     assert_eq!(
         "pi-session=s.jsonl".parse::<SinkSpec>(),
         Ok(SinkSpec::new(SinkKind::PiSession, Some("s.jsonl".into())))

@@ -7,7 +7,7 @@
 //! under `TOOLSTREAM_REQUIRE_PI` (as `scripts/test` runs it), where their absence is a failure.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::Command;
@@ -36,9 +36,7 @@ impl Drop for Session {
 fn the_demo_in_pis_terminal_shows_numbered_diffs_and_relative_paths() {
     common::each_pi(|pi| {
         let pi = pi.bin();
-        if tmux(&["-V"]).is_none() {
-            assert!(std::env::var_os("TOOLSTREAM_REQUIRE_PI").is_none(), "tmux is absent (apt-get install -y tmux)");
-            eprintln!("note: tmux is absent; skipping the terminal check");
+        if !toolstream_testkit::require(toolstream_testkit::Tool::Pi, tmux(&["-V"]).is_some(), "tmux") {
             return;
         }
         let demo = common::example("demo.jsonl");

@@ -3,7 +3,7 @@
 //! text boundaries, MCP web search reclassified, tool errors, and `RunResult.usage` ignored.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
+use crate::common;
 
 use toolstream_schemas::{Output, RunStatus, StopReason};
 
@@ -12,7 +12,7 @@ fn sdk_recording_replays_as_cards() {
     let demo = common::example("sdk-demo.jsonl");
     let run = common::toolstream(&["replay", "--color", "never", demo.to_str().unwrap()], None);
     assert_eq!(run.code, 0, "{}", run.stderr);
-    insta::assert_snapshot!("sdk_demo", run.stdout);
+    common::assert_golden("sdk", "sdk_demo", &run.stdout);
     let out = &run.stdout;
     // The read completed by a delta (result only) and repeated by a step: one card, with the path
     // taken from the start.

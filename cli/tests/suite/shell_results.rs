@@ -4,7 +4,7 @@
 //! bounded (SPEC §10); the terminal's collapsed preview shows a long output's first and last lines.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 

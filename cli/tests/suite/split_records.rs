@@ -4,13 +4,13 @@
 //! one of its lines, with its line number, as before; past the bound likewise.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
+use crate::common;
 
 use proptest::prelude::*;
 use serde_json::{json, Value};
-use toolstream::decode::framing::rejoin::{Joined, Lines, Rejoiner, MAX_RECORD_LINES};
-use toolstream::decode::framing::{Frame, LineReader, DEFAULT_MAX_LINE_BYTES};
-use toolstream::decode::{DecodeError, Decoder};
+use toolstream_engine::decode::framing::rejoin::{Joined, Lines, Rejoiner, MAX_RECORD_LINES};
+use toolstream_engine::decode::framing::{Frame, LineReader, DEFAULT_MAX_LINE_BYTES};
+use toolstream_engine::decode::{DecodeError, Decoder};
 use toolstream_schemas::{InputEvent, Output};
 
 const S: &str = "0a3c5e7f-0000-4000-8000-0000005p1175";

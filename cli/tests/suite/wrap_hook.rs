@@ -4,13 +4,13 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
-use common::{run_with_timeout, tempdir, Finished};
+use crate::common::{run_with_timeout, tempdir, Finished};
 use serde_json::Value;
 
 const BIN: &str = env!("CARGO_BIN_EXE_toolstream");
@@ -133,13 +133,7 @@ fn a_failing_pytest_keeps_its_failures() {
     let dir = tempdir();
     // pytest from the project's virtualenv (`scripts/install-py`); under the test command it must
     // be there.
-    let python = Path::new(env!("CARGO_MANIFEST_DIR")).join("../.venv/bin/python");
-    let probe = Command::new(&python).args(["-m", "pytest", "--version"]).output();
-    if !probe.is_ok_and(|o| o.status.success()) {
-        assert!(std::env::var_os("TOOLSTREAM_REQUIRE_PY").is_none(), "pytest is absent: run scripts/install-py");
-        eprintln!("note: pytest is not installed (scripts/install-py); the pytest check is skipped");
-        return;
-    }
+    let Some(python) = common::python(&["pytest"]) else { return };
     let python = python.display().to_string();
     std::fs::write(
         dir.join("test_x.py"),

@@ -4,12 +4,12 @@
 //! read size, so it is known to run.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
-
-#[path = "../../fuzz/checks/decode.rs"]
+#[path = "../../../fuzz/checks/decode.rs"]
 mod decode;
 
-use toolstream::decode::Format;
+use std::path::Path;
+
+use toolstream_engine::decode::Format;
 
 const TARGETS: [(&str, Format, &str); 3] = [
     ("decode_cli", Format::CursorCli, "demo.jsonl"),
@@ -29,7 +29,7 @@ fn decoder_regression_inputs_pass_the_check() {
 #[test]
 fn the_decoder_check_holds_on_the_examples() {
     for (_, format, example) in TARGETS {
-        let stream = std::fs::read(common::example(example)).unwrap();
+        let stream = std::fs::read(Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples").join(example)).unwrap();
         for knob in [0u8, 0x0f, 0x30, 0xf0, 0xff] {
             let mut data = vec![knob];
             data.extend_from_slice(&stream);

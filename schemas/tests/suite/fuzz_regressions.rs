@@ -3,7 +3,7 @@
 //! ordinary and hostile text at every bound, so it is known to run.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-#[path = "../../fuzz/checks/display.rs"]
+#[path = "../../../fuzz/checks/display.rs"]
 mod display;
 
 #[test]

@@ -33,13 +33,13 @@ impl Handler<Take> for Collect {
     }
 }
 
-/// Hand `batches` to the shard's stages started as actix actors (`stage::start_shard`, as the
+/// Hand `batches` to the shard's stages started as actix actors (`shard::start_shard`, as the
 /// binary's shards do) on a System of their own, each batch awaited through every stage as the
 /// shard's pump does; returns what the last stage delivered.
 pub fn through_actors(batches: Vec<Vec<Item>>) -> Vec<OutputEvent> {
     actix::System::new().block_on(async move {
         let collect = Collect(Vec::new()).start();
-        let first = toolstream_actors::stage::start_shard(&ShardConfig::default(), collect.clone().recipient());
+        let first = toolstream_actors::shard::start_shard(&ShardConfig::default(), collect.clone().recipient());
         for batch in batches {
             assert_eq!(first.send(Batch(batch)).await.unwrap(), Ok(()), "a stage failed");
         }

@@ -1,0 +1,7 @@
+//! The actors' integration tests, one module per subject (each was its own test binary).
+
+mod compact;
+mod properties;
+mod scrub_fixtures;
+mod support;
+mod worked_examples;

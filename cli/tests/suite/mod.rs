@@ -1,0 +1,29 @@
+//! toolstream's integration tests, one module per subject (each was its own test binary).
+
+mod backpressure;
+mod bad_input;
+mod bench;
+mod bridge;
+mod cli_hygiene;
+mod config;
+mod conformance;
+mod cursor_db;
+mod cursor_hooks;
+mod cursor_hooks_live;
+mod engine;
+mod file_sinks;
+mod fixtures;
+mod golden;
+mod openai;
+mod otel_collector;
+mod otel_genai;
+mod pi_daily;
+mod pi_provider;
+mod pi_provider_memory;
+mod pi_session;
+mod pi_tui;
+mod planted_secrets;
+mod sdk;
+mod shell_results;
+mod split_records;
+mod wrap_hook;

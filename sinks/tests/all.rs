@@ -1,0 +1,3 @@
+//! The integration tests of the sinks: one test binary.
+
+mod suite;

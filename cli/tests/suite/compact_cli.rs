@@ -9,13 +9,13 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use common::{run_with_timeout, tempdir};
+use crate::common::{run_with_timeout, tempdir};
 use serde_json::Value;
 use toolstream_testkit::synthetic::{cargo_workspace_log, go_test_log, jest_log, pytest_suite, tsc_log};
 
@@ -267,11 +267,7 @@ fn a_cargo_run_under_the_commands_agents_use() {
 
 #[test]
 fn a_real_pytest_run_under_the_commands_agents_use() {
-    let python = venv_bin().join("python");
-    let probe = Command::new(&python).args(["-m", "pytest", "--version"]).output();
-    if !probe.is_ok_and(|o| o.status.success()) {
-        assert!(std::env::var_os("TOOLSTREAM_REQUIRE_PY").is_none(), "pytest is absent: run scripts/install-py");
-        eprintln!("note: pytest is not installed (scripts/install-py); the pytest checks are skipped");
+    if common::python(&["pytest"]).is_none() {
         return;
     }
     let lab = Lab::new();

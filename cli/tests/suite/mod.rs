@@ -5,6 +5,7 @@ mod bad_input;
 mod bench;
 mod bridge;
 mod cli_hygiene;
+mod compact_cli;
 mod config;
 mod conformance;
 mod cursor_db;

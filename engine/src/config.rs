@@ -667,6 +667,11 @@ impl Config {
     pub fn when_full_setting(&self, kind: crate::sinks::SinkKind) -> Option<&Setting<WhenFull>> {
         KINDS.iter().position(|k| k.kind == kind).and_then(|i| self.when_full.get(i))
     }
+
+    /// What the OTLP sinks write (`otel_capture_content`), the API key scrubbed too.
+    pub fn otel_content(&self) -> crate::sinks::OtelContent {
+        crate::sinks::OtelContent::new(self.otel_capture_content.value, self.api_key.value.expose().map(str::to_owned))
+    }
 }
 
 /// A setting's environment variables, comma-separated.

@@ -8,6 +8,8 @@ use serde_json::value::RawValue;
 
 use crate::cursor_cli::tool_models::ResultModel;
 use crate::cursor_exec::to_openai::OpenAiToolCall;
+pub use crate::ids::{CallRef, RunId};
+pub use crate::result_status::{is_success_arm, ResultStatus};
 use crate::tools::{Tool, ToolKind};
 
 /// JSON kept verbatim: tool payloads, unknown lines and unknown fields.
@@ -327,67 +329,6 @@ impl ToolResult {
     }
 }
 
-/// Which oneof arm a result is. Only `Success` is a success (SPEC §1.1 rule 6).
-#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub enum ResultStatus {
-    Success,
-    Failure,
-    Rejected,
-    Error,
-    Timeout,
-    SpawnError,
-    PermissionDenied,
-    FileNotFound,
-    Other(Box<str>),
-}
-
-/// Whether a `result` arm reports success: `success`, plus the tool-specific success arms
-/// `startSuccess` / `saveSuccess` / `discardSuccess` (recordScreen) and `complete` (await).
-pub fn is_success_arm(arm: &str) -> bool {
-    matches!(arm, "success" | "startSuccess" | "saveSuccess" | "discardSuccess" | "complete")
-}
-
-impl ResultStatus {
-    /// The status for a CLI oneof key (`success`, `failure`, …).
-    pub fn from_key(key: &str) -> ResultStatus {
-        match key {
-            k if is_success_arm(k) => ResultStatus::Success,
-            "failure" => ResultStatus::Failure,
-            "rejected" => ResultStatus::Rejected,
-            "error" => ResultStatus::Error,
-            "timeout" => ResultStatus::Timeout,
-            "spawnError" => ResultStatus::SpawnError,
-            "permissionDenied" => ResultStatus::PermissionDenied,
-            "fileNotFound" => ResultStatus::FileNotFound,
-            other => ResultStatus::Other(other.into()),
-        }
-    }
-
-    /// Whether `key` names a oneof arm (known or plausible) rather than a sibling field.
-    pub fn is_known_key(key: &str) -> bool {
-        !matches!(ResultStatus::from_key(key), ResultStatus::Other(_))
-    }
-
-    pub fn is_success(&self) -> bool {
-        matches!(self, ResultStatus::Success)
-    }
-
-    pub fn as_str(&self) -> &str {
-        match self {
-            ResultStatus::Success => "success",
-            ResultStatus::Failure => "failure",
-            ResultStatus::Rejected => "rejected",
-            ResultStatus::Error => "error",
-            ResultStatus::Timeout => "timeout",
-            ResultStatus::SpawnError => "spawnError",
-            ResultStatus::PermissionDenied => "permissionDenied",
-            ResultStatus::FileNotFound => "fileNotFound",
-            ResultStatus::Other(s) => s,
-        }
-    }
-}
-
 /// Token counts as a source reports them.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -450,20 +391,6 @@ pub struct RunEnd {
 // ------------------------------------------------------------------------------------------------
 // Output side
 // ------------------------------------------------------------------------------------------------
-
-/// Identifies one run: the session plus the run's ordinal within it (1-based).
-#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
-pub struct RunId {
-    pub session: Arc<str>,
-    pub seq: u32,
-}
-
-/// A call as outputs name it: never the raw id, only its hash (SPEC §1.1 rule 2, §9.3).
-#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize)]
-pub struct CallRef {
-    /// First 8 hex digits of `sha256(call_id)`.
-    pub hash: String,
-}
 
 /// One output event, in causal order per run.
 #[derive(Clone, Debug, Serialize)]

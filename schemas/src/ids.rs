@@ -1,8 +1,24 @@
 //! Identifiers shown in outputs: call ids only as `sha256(call_id)` first 8 hex (a raw call id is
 //! never printed), and the short run label used in replay ids.
 
-use crate::event::{CallRef, RunId};
+use std::sync::Arc;
+
+use serde::Serialize;
 use sha2::{Digest, Sha256};
+
+/// Identifies one run: the session plus the run's ordinal within it (1-based).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+pub struct RunId {
+    pub session: Arc<str>,
+    pub seq: u32,
+}
+
+/// A call as outputs name it: never the raw id, only its hash (SPEC §1.1 rule 2, §9.3).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize)]
+pub struct CallRef {
+    /// First 8 hex digits of `sha256(call_id)`.
+    pub hash: String,
+}
 
 /// First 8 hex digits of `sha256(s)`.
 pub fn hash8(s: &str) -> String {

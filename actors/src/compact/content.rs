@@ -7,7 +7,7 @@
 
 use super::pipeline::clean_line;
 use super::rules::RuleSet;
-use crate::present::bounds::truncate_chars;
+use toolstream_schemas::display::truncate_chars;
 
 /// How many lines from each end of the output are searched for signatures.
 pub const WINDOW_LINES: usize = 40;

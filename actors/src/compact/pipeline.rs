@@ -10,7 +10,7 @@ use regex::RegexSet;
 
 use super::rules::{CounterMode, Rule};
 use super::shape::shape;
-use crate::present::bounds::truncate_chars;
+use toolstream_schemas::display::truncate_chars;
 
 /// Longest line kept (chars); longer ones end with `…`.
 pub const LINE_MAX_CHARS: usize = 1_000;

@@ -210,7 +210,7 @@ fn run_deliver(args: DeliverArgs) -> anyhow::Result<i32> {
         idle_ms: cfg.hook_turn_idle_ms.value,
         pipeline,
         trace_limit_bytes: cfg.trace_limit_bytes.value,
-        otel: toolstream_engine::sinks::OtelContent::from_config(&cfg),
+        otel: cfg.otel_content(),
     };
     let mut failed = false;
     for _ in 0..MAX_PASSES {

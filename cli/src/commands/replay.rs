@@ -12,7 +12,7 @@ use toolstream_sinks::cards::CardsOptions;
 
 use super::{cursor_db, cursor_transcripts, ColorArg, ReplayArgs};
 use toolstream_engine::pipeline::{Canceller, Pipeline, PipelineError, Stats};
-use toolstream_engine::sinks::{keeps_recorded, report_to_stderr, OtelContent, SinkContext, SinkKind, SinkSpec};
+use toolstream_engine::sinks::{keeps_recorded, report_to_stderr, SinkContext, SinkKind, SinkSpec};
 use toolstream_engine::source::Source;
 
 pub fn run(args: ReplayArgs) -> anyhow::Result<i32> {
@@ -57,7 +57,7 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<i32> {
         overwrite_sessions: args.force,
         reading_db: args.cursor_db.from_cursor_db.clone(),
         allow_cursor_state_db: args.cursor_db.i_know_cursor_is_closed,
-        otel: OtelContent::from_config(&cfg),
+        otel: cfg.otel_content(),
     };
     let plans = specs.iter().map(|spec| spec.plan(&ctx, cfg.when_full(spec.kind))).collect();
     let mut opts = args.input.pipeline_options(&cfg)?;

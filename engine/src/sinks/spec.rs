@@ -282,12 +282,8 @@ pub struct OtelContent {
 }
 
 impl OtelContent {
-    /// As configured (`otel_capture_content`; the API key is scrubbed too).
-    pub fn from_config(cfg: &crate::config::Config) -> OtelContent {
-        OtelContent::new(cfg.otel_capture_content.value, cfg.api_key.value.expose().map(str::to_owned))
-    }
-
-    fn new(capture: ContentCapture, api_key: Option<String>) -> OtelContent {
+    /// `capture`, with `api_key` scrubbed too (as configured: `Config::otel_content`).
+    pub fn new(capture: ContentCapture, api_key: Option<String>) -> OtelContent {
         let scrubber = toolstream_actors::present::scrub::Scrubber::new(api_key);
         let scrub = TextScrub(std::sync::Arc::new(move |s: &str| scrubber.scrub(s).into_owned()));
         OtelContent { capture, scrub }

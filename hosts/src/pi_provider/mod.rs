@@ -56,7 +56,7 @@ use protocol::{InLine, Request, SourceSpec};
 use sink::ProviderSink;
 use toolstream_engine::config::Config;
 use toolstream_engine::pipeline::{Canceller, Pipeline, PipelineError, PipelineOptions, END_WAIT};
-use toolstream_engine::sinks::{keeps_recorded, report_to_stderr, OtelContent, SinkContext, SinkPlan, SinkSpec};
+use toolstream_engine::sinks::{keeps_recorded, report_to_stderr, SinkContext, SinkPlan, SinkSpec};
 use toolstream_engine::source::Source;
 
 /// The model named in failure messages when the request named none.
@@ -119,10 +119,8 @@ pub fn serve(opts: ProviderOptions) -> i32 {
         }
     }
     let mut plans: Vec<SinkPlan> = sinks.into_iter().map(SinkPlan::ready).collect();
-    let ctx = SinkContext {
-        otel: OtelContent::from_config(&opts.config),
-        ..SinkContext::headless(opts.config.trace_limit_bytes.value)
-    };
+    let ctx =
+        SinkContext { otel: opts.config.otel_content(), ..SinkContext::headless(opts.config.trace_limit_bytes.value) };
     plans.extend(opts.sinks.iter().map(|spec| spec.plan(&ctx, opts.config.when_full(spec.kind))));
     let user_sinks: Vec<String> = opts.sinks.iter().map(SinkSpec::label).collect();
     let mut popts = opts.pipeline;
@@ -180,7 +178,11 @@ pub fn serve(opts: ProviderOptions) -> i32 {
     report_to_stderr(stats.sinks.iter().filter(|s| user_sinks.contains(&s.sink)));
     let sinks_lost = stats.sinks.iter().any(|s| user_sinks.contains(&s.sink) && s.lost_anything());
     if stats.decode_errors > 0 {
-        toolstream_engine::say!("toolstream: {} line(s) could not be decoded ({} lines read)", stats.decode_errors, stats.lines);
+        toolstream_engine::say!(
+            "toolstream: {} line(s) could not be decoded ({} lines read)",
+            stats.decode_errors,
+            stats.lines
+        );
     }
     if let Some(a) = &agent {
         a.kill();

@@ -274,7 +274,7 @@ impl<'a> ResultObject<'a> {
     /// first key whose value is an object.
     pub fn parse(raw: &'a RawValue) -> Result<ResultObject<'a>, serde_json::Error> {
         let entries: Vec<(Str<'a>, &'a RawValue)> = serde_json::from_str::<RawEntries<'a>>(raw.get())?.0;
-        let known = entries.iter().position(|(k, _)| crate::event::ResultStatus::is_known_key(k.as_str()));
+        let known = entries.iter().position(|(k, _)| crate::result_status::ResultStatus::is_known_key(k.as_str()));
         let pick = known.or_else(|| entries.iter().position(|(_, v)| v.get().starts_with('{')));
         let mut out = ResultObject::default();
         for (i, (k, v)) in entries.into_iter().enumerate() {

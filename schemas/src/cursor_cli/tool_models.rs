@@ -16,8 +16,8 @@ use serde::de::{self, DeserializeOwned, Visitor};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Map, Value};
 
-use crate::event::ResultStatus;
 use crate::num::Int;
+use crate::result_status::ResultStatus;
 use crate::tools::ToolKind;
 
 /// The fields of a JSON object that a model does not name, kept verbatim.
@@ -972,8 +972,8 @@ impl FailureResult {
 /// `result.terminalsFolder` on shell, `result.planUri` on createPlan, …): metadata, not an arm.
 pub const RESULT_SIBLING_KEYS: &[&str] = &["isBackground", "terminalsFolder", "pid", "sandboxPolicy", "planUri"];
 
-/// Whether a `result` arm reports success (declared beside [`crate::event::ResultStatus`]).
-pub use crate::event::is_success_arm;
+/// Whether a `result` arm reports success (declared beside [`crate::result_status::ResultStatus`]).
+pub use crate::result_status::is_success_arm;
 
 // ------------------------------------------------------------------------------------------------
 // Per-kind unions and parsers

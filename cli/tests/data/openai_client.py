@@ -6,10 +6,15 @@
     openai_client.py tools BASE_URL KEY RUNS
                                            client tools through the bridge: a stand-in cursor-agent
                                            calls them (RUNS: the file it appends a line to per run)
+    openai_client.py paused BASE_URL KEY RUNS GO
+                                           one client tool call left waiting while the stand-in's run
+                                           goes on producing (GO: the file that starts it, see
+                                           tests/py/cursor_agent_bridge.py), then answered
 
 Prints one JSON object with what it saw; any failed check raises (non-zero exit).
 """
 import json
+import re
 import sys
 
 import httpx
@@ -198,6 +203,49 @@ def client_tools(base, key, runs_file):
     return result
 
 
+def paused(base, key, runs_file, go):
+    """The run paused on the client's tool while it goes on producing: how much the stand-in could
+    print before the answer (its count stops growing when the run is held back), then everything
+    the run said after it."""
+    import os
+    import time
+
+    client = OpenAI(base_url=base, api_key=key, max_retries=0, timeout=120)
+    messages = [{"role": "user", "content": "reindex src with the project's tool"}]
+    content, tool_calls, finish, _ = read_stream(
+        client.chat.completions.create(model="auto", messages=messages, tools=CLIENT_TOOLS, stream=True))
+    assert finish == "tool_calls" and len(tool_calls) == 1, (finish, tool_calls)
+    first = content
+    # The call is seen: the run goes on producing. Wait (bounded) until the stand-in printed all
+    # or its count stood still for 3 s.
+    open(go, "w").close()
+    written, since, deadline = 0, time.monotonic(), time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            with open(go + ".written") as f:
+                now = int(f.read() or 0)
+        except (OSError, ValueError):
+            now = 0
+        if now != written:
+            written, since = now, time.monotonic()
+        elif written > 0 and time.monotonic() - since > 3:
+            break
+        time.sleep(0.05)
+    call = tool_calls[0]
+    messages = messages + [
+        {"role": "assistant", "content": content or None, "tool_calls": [
+            {"id": call["id"], "type": "function", "function": {"name": call["name"], "arguments": call["arguments"]}}]},
+        {"role": "tool", "tool_call_id": call["id"], "content": "reindexed src: 42 files"},
+    ]
+    content, tool_calls, finish, _ = read_stream(
+        client.chat.completions.create(model="auto", messages=messages, tools=CLIENT_TOOLS, stream=True))
+    with open(runs_file) as f:
+        runs = len(f.read().splitlines())
+    chatter = re.findall(r"chatter (\d{6}) ", first + content)
+    return {"written_while_paused": written, "finish": finish, "tool_calls": tool_calls, "runs": runs,
+            "chatter": chatter, "ends_with": content[-200:]}
+
+
 def main():
     mode, base = sys.argv[1], sys.argv[2]
     if mode == "replay":
@@ -210,6 +258,8 @@ def main():
         result["non_streamed"] = non_streamed(client)
     elif mode == "tools":
         result = client_tools(base, sys.argv[3], sys.argv[4])
+    elif mode == "paused":
+        result = paused(base, sys.argv[3], sys.argv[4], sys.argv[5])
     else:
         client = OpenAI(base_url=base, api_key=sys.argv[3], max_retries=0, timeout=60)
         done = client.chat.completions.create(model="auto", messages=[

@@ -9,11 +9,19 @@ Cursor would (cli/tests/suite/pi_daily.rs; nothing here can run the real one). R
   `pi-tools` of that configuration (the bridge) and waits for pi's result;
 - prints the `mcpToolCall` Cursor would report for it, a final text quoting the result, and the
   `result` line.
+
+With `$FAKE_CHATTER_LINES` (N) and `$FAKE_CHATTER_GO` (a path), the run goes on producing while
+its call waits, as Cursor's parallel work does: once the file `$FAKE_CHATTER_GO` exists (the
+client has seen the call), N assistant texts `chatter <i>` of about 1 KiB each are printed, and
+after each the count printed so far is written to `$FAKE_CHATTER_GO.written` (a print blocks when
+toolstream holds the run back).
 """
 
 import json
 import os
 import sys
+import threading
+import time
 
 import anyio
 from mcp import ClientSession
@@ -37,6 +45,20 @@ async def call_bridge(url, tool, args):
             listed = await session.list_tools()
             result = await session.call_tool(tool, args)
             return [t.name for t in listed.tools], result
+
+
+def chatter(lines, go):
+    """Assistant texts printed while the bridged call waits (see the module's doc)."""
+    deadline = time.monotonic() + 60
+    while not os.path.exists(go):
+        if time.monotonic() > deadline:
+            return
+        time.sleep(0.01)
+    pad = " ".join(["words the run goes on writing while its client runs a tool"] * 16)
+    for i in range(lines):
+        emit({"type": "assistant", "message": {"role": "assistant", "content": [{"type": "text", "text": f"chatter {i:06d} {pad}\n"}]}, "session_id": SESSION, "timestamp_ms": 1791237648400 + i})
+        with open(go + ".written", "w") as f:
+            f.write(str(i + 1))
 
 
 def main():
@@ -65,7 +87,13 @@ def main():
     call_id = "call-bridge-1"
     mcp_args = {"name": "pi-tools-" + tool, "args": args, "toolCallId": call_id, "providerIdentifier": "pi-tools", "toolName": tool}
     emit({"type": "tool_call", "subtype": "started", "call_id": call_id, "tool_call": {"mcpToolCall": {"args": mcp_args}}, "session_id": SESSION, "timestamp_ms": 1791237648300})
+    talker = None
+    if os.environ.get("FAKE_CHATTER_LINES"):
+        talker = threading.Thread(target=chatter, args=(int(os.environ["FAKE_CHATTER_LINES"]), os.environ["FAKE_CHATTER_GO"]))
+        talker.start()
     names, result = anyio.run(call_bridge, url, tool, args)
+    if talker is not None:
+        talker.join()
     answer = text_of(result)
     log.update({"listed": names, "result_text": answer, "result_is_error": bool(result.is_error)})
     with open(os.environ["FAKE_LOG"], "w") as f:

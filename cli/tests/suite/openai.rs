@@ -245,21 +245,7 @@ fn the_openai_sdk_gets_a_cursor_turn_with_the_history_in_its_prompt() {
 fn the_openai_sdk_runs_its_own_tool_for_cursor_inside_one_run() {
     let Some(python) = python() else { return };
     let dir = common::tempdir();
-    let standin = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/py/cursor_agent_bridge.py");
-    let runs = dir.join("runs.txt");
-    let agent = dir.join("cursor-agent-mcp");
-    std::fs::write(
-        &agent,
-        format!(
-            "#!/bin/sh\necho run >> '{}'\nexec '{}' '{}' \"$@\"\n",
-            runs.display(),
-            python.display(),
-            standin.display()
-        ),
-    )
-    .unwrap();
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&agent, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let (agent, runs) = bridged_stand_in(&dir, &python);
     // The user's home, whose MCP configuration must stay as it is.
     let home = dir.join("home");
     std::fs::create_dir_all(home.join(".cursor")).unwrap();
@@ -298,6 +284,74 @@ fn the_openai_sdk_runs_its_own_tool_for_cursor_inside_one_run() {
     assert_eq!(logged["listed"], serde_json::json!(["pi__sem_reindex", "pi__bash"]), "every client tool is exposed");
     assert_eq!(logged["mcp_json_servers"], serde_json::json!(["mine", "pi-tools"]), "{logged}");
     assert_eq!(std::fs::read_to_string(home.join(".cursor/mcp.json")).unwrap(), own, "the user's file is unchanged");
+}
+
+/// The stand-in cursor-agent that calls a client tool through the bridge
+/// (`tests/py/cursor_agent_bridge.py`), behind a launcher that appends a line to the returned
+/// runs file per run.
+#[cfg(unix)]
+fn bridged_stand_in(dir: &Path, python: &Path) -> (PathBuf, PathBuf) {
+    let standin = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/py/cursor_agent_bridge.py");
+    let runs = dir.join("runs.txt");
+    let agent = dir.join("cursor-agent-mcp");
+    std::fs::write(
+        &agent,
+        format!(
+            "#!/bin/sh\necho run >> '{}'\nexec '{}' '{}' \"$@\"\n",
+            runs.display(),
+            python.display(),
+            standin.display()
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&agent, std::fs::Permissions::from_mode(0o755)).unwrap();
+    (agent, runs)
+}
+
+/// A run paused on the client's tool that goes on producing — 12,000 assistant texts, 12 MiB,
+/// past the paused-run limit (`toolstream_hosts::paused_run`, 1 MiB) — is held back, not
+/// stopped and not cut: the stand-in's prints block before it printed them all, and once the
+/// client answers, the next response carries every one, in order, from the same run, then the
+/// answer quoting the result.
+#[cfg(unix)]
+#[test]
+fn a_run_paused_on_a_client_tool_is_held_back_and_loses_nothing() {
+    const LINES: u64 = 12_000;
+    let Some(python) = python() else { return };
+    let dir = common::tempdir();
+    let (agent, runs) = bridged_stand_in(&dir, &python);
+    let go = dir.join("go");
+    let server = start_server(
+        &["--api-key", KEY],
+        &[
+            ("TOOLSTREAM_CURSOR_AGENT", agent.to_str().unwrap()),
+            ("HOME", dir.to_str().unwrap()),
+            ("FAKE_LOG", dir.join("agent-log.json").to_str().unwrap()),
+            ("FAKE_TOOL", "sem_reindex"),
+            ("FAKE_ARGS", r#"{"path":"src"}"#),
+            ("FAKE_CHATTER_LINES", &LINES.to_string()),
+            ("FAKE_CHATTER_GO", go.to_str().unwrap()),
+        ],
+    );
+    let seen = run_client(&python, &["paused", &server.url, KEY, runs.to_str().unwrap(), go.to_str().unwrap()]);
+    let stderr = server.stderr();
+    drop(server);
+    let written = seen["written_while_paused"].as_u64().unwrap();
+    assert!(written > 0 && written < LINES, "held back after {written} of {LINES} texts: {stderr}");
+    let chatter: Vec<u64> =
+        seen["chatter"].as_array().unwrap().iter().map(|c| c.as_str().unwrap().parse().unwrap()).collect();
+    let out_of_place = chatter.iter().zip(0..).find(|(got, want)| **got != *want);
+    assert!(
+        chatter.len() as u64 == LINES && out_of_place.is_none(),
+        "every text, once, in order: {} texts, the first out of place {out_of_place:?}; {stderr}",
+        chatter.len()
+    );
+    assert_eq!(seen["finish"], "stop", "{stderr}");
+    assert_eq!(seen["tool_calls"], serde_json::json!([]));
+    assert!(seen["ends_with"].as_str().unwrap().contains("The tool said: reindexed src: 42 files"), "{seen}");
+    assert_eq!(seen["runs"], 1, "the same Cursor run, never stopped: {stderr}");
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// A chat request body as a web page would send it.

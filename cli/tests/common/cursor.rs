@@ -1,17 +1,10 @@
 //! What the Cursor hook captures hold, read straight from their JSON (independently of the
-//! decoder), and real pi's own view of the sessions toolstream writes.
+//! decoder).
 
 use std::collections::BTreeSet;
 use std::path::Path;
-use std::process::Command;
-use std::time::Duration;
 
-use serde_json::{json, Value};
-
-use super::{run_with_timeout, Pi};
-
-/// How long one real pi may take.
-pub const PI_TIMEOUT: Duration = Duration::from_secs(60);
+use serde_json::Value;
 
 /// The hook payloads of a log, out of their envelopes (LangSmith `payload`, agent-bundle
 /// `event.native`; agent-bundle's MCP-server lines hold none).
@@ -67,48 +60,4 @@ pub fn hook_log_holds(file: &Path) -> (usize, usize) {
         }
     }
     (turns.len(), calls)
-}
-
-/// pi's own listing of the sessions of working directory `cwd` (what `pi -r` shows there), with
-/// pi's agent folder `agent`: `(path, id, firstMessage, messageCount)` of each.
-pub fn pi_sessions_of(pi: &Pi, agent: &Path, cwd: &str, timeout: Duration) -> Vec<Value> {
-    let pkg = pi.package_dir().join("dist/index.js");
-    let script = format!(
-        "import {{ SessionManager }} from {pkg};\nconst s = await SessionManager.list({cwd});\nconsole.log(JSON.stringify(s.map(x => ({{ path: x.path, id: x.id, firstMessage: x.firstMessage, messageCount: x.messageCount }}))));",
-        pkg = json!(pkg.canonicalize().unwrap().to_str().unwrap()),
-        cwd = json!(cwd),
-    );
-    let mut node = Command::new(pi.node());
-    node.args(["--input-type=module", "-e", &script]).env("PI_CODING_AGENT_DIR", agent);
-    let listed = run_with_timeout(&mut node, None, timeout).unwrap();
-    assert_eq!(listed.code, Some(0), "{}", listed.stderr);
-    serde_json::from_str::<Value>(listed.stdout.trim()).unwrap().as_array().cloned().unwrap_or_default()
-}
-
-/// `pi` with its agent folder in `home`, offline.
-pub fn pi_command(pi: &Path, home: &Path) -> Command {
-    let agent = home.join("agent");
-    std::fs::create_dir_all(&agent).unwrap();
-    let mut cmd = Command::new(pi);
-    cmd.env("PI_CODING_AGENT_DIR", &agent)
-        .env("PI_OFFLINE", "1")
-        .env("HOME", home)
-        .env_remove("PI_CODING_AGENT_SESSION_DIR");
-    cmd
-}
-
-/// Send RPC commands to `pi --mode rpc ARGS…` (stdin then closed) and return its responses by id.
-pub fn pi_rpc(mut cmd: Command, commands: &[Value]) -> std::collections::HashMap<String, Value> {
-    let input: String = commands.iter().map(|c| format!("{c}\n")).collect();
-    let out = run_with_timeout(&mut cmd, Some(input.as_bytes()), PI_TIMEOUT).unwrap();
-    let mut by_id = std::collections::HashMap::new();
-    for line in out.stdout.lines() {
-        if let Ok(v) = serde_json::from_str::<Value>(line) {
-            if v["type"] == "response" {
-                by_id.insert(v["id"].as_str().unwrap_or("").to_owned(), v);
-            }
-        }
-    }
-    assert!(!by_id.is_empty(), "pi answered nothing: exit {:?}, stderr {}", out.code, out.stderr);
-    by_id
 }

@@ -1,11 +1,12 @@
 //! Shared helpers for the engine's integration tests: locating the shared fixtures (tests skip
 //! when `../shared` is absent, except under `./scripts/test`), running the real `toolstream` binary, and collecting the
 //! output events of a replay through the library, and running other programs (pi) with a timeout.
-#![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 pub mod cursor;
 pub mod http;
 pub mod otel;
+pub mod pi;
 
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};

@@ -19,7 +19,7 @@ use std::process::Command;
 use rusqlite::Connection;
 use serde_json::{json, Value};
 
-use common::cursor::PI_TIMEOUT;
+use common::pi::PI_TIMEOUT;
 const CONVO: &str = "cursor-bubbles/toolpath-convo.json";
 const AGENT_HUB: &str = "cursor-bubbles/agent-hub-ide-composer-sample.json";
 
@@ -236,7 +236,7 @@ fn the_real_conversation_replays_to_a_session_pi_accepts() {
             let copy = dir.join("copy.jsonl");
             std::fs::copy(file, &copy).unwrap();
             let html = dir.join("out.html");
-            let mut cmd = common::cursor::pi_command(&pi.bin(), &dir.join("home"));
+            let mut cmd = common::pi::pi_command(&pi.bin(), &dir.join("home"));
             cmd.args(["--export", copy.to_str().unwrap(), html.to_str().unwrap()]);
             let out = common::run_with_timeout(&mut cmd, None, PI_TIMEOUT).unwrap();
             assert_eq!(out.code, Some(0), "pi --export: {}", out.stderr);
@@ -250,9 +250,9 @@ fn the_real_conversation_replays_to_a_session_pi_accepts() {
             let mut header: Value = serde_json::from_str(first).unwrap();
             header["cwd"] = json!(workdir); // pi refuses a session whose folder is missing
             std::fs::write(&copy, format!("{header}\n{rest}")).unwrap();
-            let mut cmd = common::cursor::pi_command(&pi.bin(), &dir.join("home"));
+            let mut cmd = common::pi::pi_command(&pi.bin(), &dir.join("home"));
             cmd.args(["--mode", "rpc", "--session", copy.to_str().unwrap()]);
-            let res = common::cursor::pi_rpc(cmd, &[json!({"id": "messages", "type": "get_messages"})]);
+            let res = common::pi::pi_rpc(cmd, &[json!({"id": "messages", "type": "get_messages"})]);
             let got = res["messages"]["data"]["messages"].as_array().unwrap();
             assert_eq!(got.len(), messages(&lines).len());
             assert_eq!(got.iter().filter(|m| m["role"] == "toolResult").count(), n_calls);
@@ -577,16 +577,16 @@ fn pi_sessions_go_where_pi_lists_and_opens_them_once() {
 
     common::each_pi(|pi| {
         // pi's own session listing (what `pi -r` shows) for that working directory.
-        let listed = common::cursor::pi_sessions_of(pi, &agent, cwd, PI_TIMEOUT);
+        let listed = common::pi::pi_sessions_of(pi, &agent, cwd, PI_TIMEOUT);
         assert_eq!(listed.len(), 1, "{listed:?}");
         assert_eq!(listed[0]["id"], id);
         assert!(listed[0]["firstMessage"].as_str().unwrap().starts_with("You're going to walk through"));
         assert_eq!(listed[0]["messageCount"].as_u64().unwrap() as usize, messages(&lines).len());
 
         // pi opens it by id from that folder (`pi --session <id>` looks it up in the listing).
-        let mut cmd = common::cursor::pi_command(&pi.bin(), &home);
+        let mut cmd = common::pi::pi_command(&pi.bin(), &home);
         cmd.current_dir(&workdir).args(["--mode", "rpc", "--session", id]);
-        let res = common::cursor::pi_rpc(
+        let res = common::pi::pi_rpc(
             cmd,
             &[json!({"id": "state", "type": "get_state"}), json!({"id": "messages", "type": "get_messages"})],
         );

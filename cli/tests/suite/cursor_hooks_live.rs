@@ -13,8 +13,9 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use common::cursor::{hook_log_holds, payloads, pi_command, pi_rpc, pi_sessions_of, PI_TIMEOUT};
+use common::cursor::{hook_log_holds, payloads};
 use common::otel::{check_subagent_nesting, rotel_agent, Collector, Span};
+use common::pi::{pi_command, pi_rpc, pi_sessions_of, PI_TIMEOUT};
 use serde_json::{json, Value};
 
 const BIN: &str = env!("CARGO_BIN_EXE_toolstream");

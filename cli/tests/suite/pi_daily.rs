@@ -9,16 +9,13 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use crate::common;
+use crate::common::pi::{print_json, Rpc, PI_TIMEOUT};
 
-use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
-use std::process::{ChildStdin, Command, Stdio};
-use std::sync::mpsc::{self, Receiver};
-use std::time::{Duration, Instant};
+use std::process::Command;
 
 use serde_json::{json, Value};
 
-const PI_TIMEOUT: Duration = Duration::from_secs(40);
 /// The Cursor chat of `examples/demo.jsonl` (its `system/init` `session_id`).
 const DEMO_CHAT: &str = "5f1c2a9e-7b3d-4e21-9c8a-2d6f0e4b1a77";
 /// What the engine puts in front of a flattened history (`toolstream_hosts::conversation`).
@@ -132,111 +129,8 @@ impl Drop for Home {
 
 /// pi in print mode, JSON events; its last assistant message.
 fn print_mode(mut cmd: Command, extra: &[&str], prompt: &str) -> Value {
-    cmd.args(extra).args(["--mode", "json", "-p", prompt]);
-    let done = common::run_with_timeout(&mut cmd, None, PI_TIMEOUT).unwrap();
-    assert_eq!(done.code, Some(0), "pi failed: {}", done.stderr);
-    let events: Vec<Value> =
-        done.stdout.lines().filter(|l| !l.trim().is_empty()).map(|l| serde_json::from_str(l).unwrap()).collect();
-    let end = events.iter().rev().find(|e| e["type"] == "agent_end").expect("an agent_end");
-    end["messages"].as_array().unwrap().last().unwrap().clone()
-}
-
-/// pi in RPC mode.
-struct Rpc {
-    child: std::process::Child,
-    stdin: ChildStdin,
-    events: Receiver<Value>,
-    /// Events read while waiting for another one, in order.
-    seen: std::collections::VecDeque<Value>,
-}
-
-impl Rpc {
-    fn start(mut cmd: Command) -> Rpc {
-        cmd.args(["--mode", "rpc"]).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::null());
-        let mut child = cmd.spawn().unwrap();
-        let stdin = child.stdin.take().unwrap();
-        let stdout = child.stdout.take().unwrap();
-        let (tx, events) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).split(b'\n') {
-                let Ok(line) = line else { break };
-                let Ok(v) = serde_json::from_slice::<Value>(&line) else { continue };
-                if tx.send(v).is_err() {
-                    break;
-                }
-            }
-        });
-        Rpc { child, stdin, events, seen: Default::default() }
-    }
-
-    fn send(&mut self, v: Value) {
-        writeln!(self.stdin, "{v}").unwrap();
-        self.stdin.flush().unwrap();
-    }
-
-    /// The first event, seen or to come, that `what` accepts; events before it are dropped,
-    /// events read past it are kept for the next wait.
-    fn until(&mut self, what: impl Fn(&Value) -> bool) -> Value {
-        if let Some(i) = self.seen.iter().position(&what) {
-            self.seen.drain(..i);
-            return self.seen.pop_front().unwrap();
-        }
-        self.seen.clear();
-        let deadline = Instant::now() + PI_TIMEOUT;
-        loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            let e = self.events.recv_timeout(left).expect("pi answered in time");
-            if what(&e) {
-                return e;
-            }
-        }
-    }
-
-    /// Like `until`, but the events read past are kept whether or not they matched.
-    fn find(&mut self, what: impl Fn(&Value) -> bool) -> Value {
-        if let Some(i) = self.seen.iter().position(&what) {
-            return self.seen.remove(i).unwrap();
-        }
-        let deadline = Instant::now() + PI_TIMEOUT;
-        loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            let e = self.events.recv_timeout(left).expect("pi answered in time");
-            if what(&e) {
-                return e;
-            }
-            self.seen.push_back(e);
-        }
-    }
-
-    /// A command and its response.
-    fn call(&mut self, id: &str, mut command: Value) -> Value {
-        command["id"] = json!(id);
-        self.send(command);
-        let r = self.find(|e| e["type"] == "response" && e["id"] == id);
-        assert_eq!(r["success"], true, "{r}");
-        r
-    }
-
-    /// A prompt, run to its end; the last message.
-    fn prompt(&mut self, id: &str, text: &str) -> Value {
-        self.call(id, json!({"type": "prompt", "message": text}));
-        let end = self.until(|e| e["type"] == "agent_end");
-        end["messages"].as_array().unwrap().last().unwrap().clone()
-    }
-
-    /// A slash command whose answer is a notification; its text.
-    fn notification(&mut self, id: &str, command: &str) -> String {
-        self.call(id, json!({"type": "prompt", "message": command}));
-        let n = self.find(|e| e["type"] == "extension_ui_request" && e["method"] == "notify");
-        n["message"].as_str().unwrap().to_owned()
-    }
-}
-
-impl Drop for Rpc {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+    cmd.args(extra);
+    print_json(cmd, prompt).unwrap_or_else(|e| panic!("pi failed: {e}")).last_message()
 }
 
 fn stopped(message: &Value) {

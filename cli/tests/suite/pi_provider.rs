@@ -15,7 +15,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use crate::common;
-use crate::common::{run_with_timeout, wait_or_kill, Finished};
+use crate::common::pi::{print_json, PiRun, Rpc};
+use crate::common::wait_or_kill;
 
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read, Write};
@@ -27,8 +28,6 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-/// Longest any single pi invocation may take.
-const PI_TIMEOUT: Duration = Duration::from_secs(40);
 /// Longest wait for the provider's next line.
 const LINE_TIMEOUT: Duration = Duration::from_secs(15);
 /// pi processes run at once.
@@ -694,21 +693,16 @@ fn a_failing_cursor_agent_ends_the_run_with_its_scrubbed_stderr() {
 // Real pi
 // ------------------------------------------------------------------------------------------------
 
-/// pi with a fresh agent dir, home and offline mode, run in `home/work`, loading the extension
-/// with toolstream from this build. Retries are off so a failed run is reported once.
+/// pi with a fresh agent dir, home and offline mode ([`common::pi::pi_command`]), run in
+/// `home/work`, loading the extension with toolstream from this build. Retries are off so a
+/// failed run is reported once.
 fn pi_command(pi: &Path, home: &Path) -> Command {
-    let agent = home.join("agent");
     let work = home.join("work");
-    std::fs::create_dir_all(&agent).unwrap();
     std::fs::create_dir_all(&work).unwrap();
-    std::fs::write(agent.join("settings.json"), r#"{"retry":{"enabled":false}}"#).unwrap();
-    let mut cmd = Command::new(pi);
+    let mut cmd = common::pi::pi_command(pi, home);
+    std::fs::write(home.join("agent/settings.json"), r#"{"retry":{"enabled":false}}"#).unwrap();
     cmd.current_dir(&work)
-        .env("PI_CODING_AGENT_DIR", &agent)
-        .env("PI_OFFLINE", "1")
-        .env("HOME", home)
         .env("TOOLSTREAM_BIN", toolstream_bin())
-        .env_remove("PI_CODING_AGENT_SESSION_DIR")
         .env_remove("TOOLSTREAM_CURSOR_REPLAY")
         .env_remove("TOOLSTREAM_REPLAY_REALTIME")
         .env_remove("CURSOR_API_KEY")
@@ -716,26 +710,6 @@ fn pi_command(pi: &Path, home: &Path) -> Command {
         .arg(extension())
         .args(["--provider", "cursor", "--model", "auto"]);
     cmd
-}
-
-struct PiRun {
-    events: Vec<Value>,
-    stderr: String,
-}
-
-/// `pi --mode json -p PROMPT` within [`PI_TIMEOUT`].
-fn run_pi_json(mut cmd: Command, prompt: &str) -> Result<PiRun, String> {
-    cmd.args(["--mode", "json", "-p", prompt]);
-    let Finished { code, stdout, stderr } = run_with_timeout(&mut cmd, None, PI_TIMEOUT)?;
-    if code != Some(0) {
-        return Err(format!("pi exited {code:?}: {stderr}"));
-    }
-    let events = stdout
-        .split('\n')
-        .filter(|l| !l.trim().is_empty())
-        .map(|l| serde_json::from_str(l).map_err(|e| format!("pi printed a non-JSON line ({e}): {l}")))
-        .collect::<Result<_, _>>()?;
-    Ok(PiRun { events, stderr })
 }
 
 fn without_timestamp(m: &Value) -> Value {
@@ -877,7 +851,7 @@ fn real_pi_replays_recorded_runs() {
                             let expected = session_messages(capture);
                             let mut cmd = pi_command(&pi, &home);
                             cmd.env("TOOLSTREAM_CURSOR_REPLAY", capture);
-                            let res = run_pi_json(cmd, "Replay the recorded Cursor run.")
+                            let res = print_json(cmd, "Replay the recorded Cursor run.")
                                 .and_then(|run| check_pi_run(&run, &home, &expected))
                                 .map(|()| expected.last().unwrap()["stopReason"].as_str().unwrap().to_owned());
                             if res.is_ok() {
@@ -966,7 +940,7 @@ fn real_pi_exports_its_cursor_runs_to_the_sinks_of_toolstream_pi_sinks() {
         // Two specs, comma- and space-separated; the second with its own option.
         let sinks = format!("otlp={}, otlp-grpc={},when_full=block", collector.http_url(), collector.grpc_url());
         cmd.env("TOOLSTREAM_CURSOR_REPLAY", &demo).env("TOOLSTREAM_PI_SINKS", &sinks);
-        let run = run_pi_json(cmd, "go").unwrap();
+        let run = print_json(cmd, "go").unwrap();
         check_pi_run(&run, &home, &session_messages(&demo)).unwrap();
         // The provider may still be exporting after pi exited: wait (bounded) for both copies.
         let spans = collector.wait_for(2 * (runs + calls), Duration::from_secs(20));
@@ -995,7 +969,7 @@ fn real_pi_never_reruns_recorded_tools() {
         );
         let mut cmd = pi_command(&pi, &home);
         cmd.env("TOOLSTREAM_CURSOR_REPLAY", &recording);
-        let run = run_pi_json(cmd, "clean up").unwrap();
+        let run = print_json(cmd, "clean up").unwrap();
         check_pi_run(&run, &home, &expected).unwrap();
         assert!(!work.join("SHOULD_NOT_EXIST").exists(), "the recorded touch ran");
         assert_eq!(std::fs::read_to_string(&keep).unwrap(), "keep me\n", "the recorded rm or edit ran");
@@ -1018,7 +992,7 @@ fn real_pi_runs_cursor_agent_with_the_prompt() {
             .env("TOOLSTREAM_CURSOR_AGENT_ARGS", "--force --trust")
             .env("FAKE_ARGS", &args_file)
             .env("FAKE_STREAM", &demo);
-        let run = run_pi_json(cmd, "fix the rounding bug").unwrap();
+        let run = print_json(cmd, "fix the rounding bug").unwrap();
         check_pi_run(&run, &home, &session_messages(&demo)).unwrap();
         let args = std::fs::read_to_string(&args_file).unwrap();
         let work = home.join("work").canonicalize().unwrap();
@@ -1063,46 +1037,15 @@ fn real_pi_abort_ends_with_aborted_and_leaves_no_process() {
         let home = common::tempdir();
         let recording = slow_recording(&home);
         let mut cmd = pi_command(&pi, &home);
-        cmd.env("TOOLSTREAM_CURSOR_REPLAY", &recording)
-            .env("TOOLSTREAM_REPLAY_REALTIME", "1")
-            .args(["--mode", "rpc"])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null());
-        let mut child = cmd.spawn().unwrap();
-        let mut stdin = child.stdin.take().unwrap();
-        let stdout = child.stdout.take().unwrap();
-        let (tx, events) = mpsc::channel::<Value>();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).split(b'\n') {
-                let Ok(line) = line else { break };
-                let Ok(v) = serde_json::from_slice(&line) else { continue };
-                if tx.send(v).is_err() {
-                    break;
-                }
-            }
-        });
-        let send = |stdin: &mut ChildStdin, v: Value| {
-            writeln!(stdin, "{v}").unwrap();
-            stdin.flush().unwrap();
-        };
-        let until = |what: &dyn Fn(&Value) -> bool, timeout: Duration| -> Value {
-            let deadline = Instant::now() + timeout;
-            loop {
-                let left = deadline.saturating_duration_since(Instant::now());
-                let e = events.recv_timeout(left).unwrap_or_else(|_| panic!("no such event from pi in {timeout:?}"));
-                if what(&e) {
-                    return e;
-                }
-            }
-        };
-        send(&mut stdin, json!({"id": "p", "type": "prompt", "message": "wait for it"}));
-        until(&|e| e["type"] == "message_update" && e["assistantMessageEvent"]["type"] == "text_delta", PI_TIMEOUT);
-        let providers = provider_children(child.id());
+        cmd.env("TOOLSTREAM_CURSOR_REPLAY", &recording).env("TOOLSTREAM_REPLAY_REALTIME", "1");
+        let mut rpc = Rpc::start(cmd);
+        rpc.send(json!({"id": "p", "type": "prompt", "message": "wait for it"}));
+        rpc.until(|e| e["type"] == "message_update" && e["assistantMessageEvent"]["type"] == "text_delta");
+        let providers = provider_children(rpc.pid());
         assert_eq!(providers.len(), 1, "one toolstream pi-provider while the run streams: {providers:?}");
         let asked = Instant::now();
-        send(&mut stdin, json!({"id": "a", "type": "abort"}));
-        let end = until(&|e| e["type"] == "agent_end", Duration::from_secs(10));
+        rpc.send(json!({"id": "a", "type": "abort"}));
+        let end = rpc.until_within(|e| e["type"] == "agent_end", Duration::from_secs(10));
         // The recording's next event is a minute away: the run ended because of the abort.
         assert!(asked.elapsed() < Duration::from_secs(10));
         let last = end["messages"].as_array().unwrap().last().unwrap().clone();
@@ -1117,9 +1060,8 @@ fn real_pi_abort_ends_with_aborted_and_leaves_no_process() {
             std::thread::sleep(Duration::from_millis(20));
         }
         assert!(providers.iter().all(|p| gone(*p)), "toolstream pi-provider {providers:?} outlived the abort");
-        assert!(provider_children(child.id()).is_empty());
-        drop(stdin);
-        let code = wait_or_kill(&mut child, Duration::from_secs(15));
+        assert!(provider_children(rpc.pid()).is_empty());
+        let code = rpc.close(Duration::from_secs(15));
         assert!(code.is_some(), "pi --mode rpc did not exit at the end of its input");
         let _ = std::fs::remove_dir_all(&home);
     });
@@ -1154,7 +1096,7 @@ fn real_pi_never_retries_a_cursor_run() {
         )
         .unwrap();
         cmd.env("TOOLSTREAM_BIN", &fake);
-        let _ = run_pi_json(cmd, "delete the build folder");
+        let _ = print_json(cmd, "delete the build folder");
         let started = std::fs::read_to_string(&starts).unwrap_or_default();
         assert_eq!(started.lines().count(), 1, "the Cursor run started more than once");
         // pi did try again (so the guard, not a setting, prevented the second run), and was refused.
@@ -1187,7 +1129,7 @@ fn real_pi_sends_the_same_request_shape_whatever_its_version() {
         std::fs::set_permissions(&fake, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
         let mut cmd = pi_command(&pi.bin(), &home);
         cmd.env("TOOLSTREAM_BIN", &fake);
-        let _ = run_pi_json(cmd, "hello there");
+        let _ = print_json(cmd, "hello there");
         let line = std::fs::read_to_string(&request).unwrap();
         let request: Value = serde_json::from_str(&line).unwrap();
         let context = &request["context"];

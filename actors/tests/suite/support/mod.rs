@@ -1,5 +1,5 @@
 //! What the actor tests share: running items through the actor chain the binary runs.
-#![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use actix::prelude::*;
 use toolstream_actors::item::Item;

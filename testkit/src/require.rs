@@ -19,6 +19,8 @@ pub enum Tool {
     Py,
     /// The rotel OpenTelemetry collector in `.venv` (`scripts/install-py`).
     Otel,
+    /// Linux's `/dev/full`, a file every write to fails (a full disk, for real).
+    DevFull,
 }
 
 impl Tool {
@@ -29,6 +31,7 @@ impl Tool {
             Tool::Pi => "TOOLSTREAM_REQUIRE_PI",
             Tool::Py => "TOOLSTREAM_REQUIRE_PY",
             Tool::Otel => "TOOLSTREAM_REQUIRE_OTEL",
+            Tool::DevFull => "TOOLSTREAM_REQUIRE_DEV_FULL",
         }
     }
 
@@ -38,6 +41,7 @@ impl Tool {
             Tool::Fixtures => "the shared folder ../shared beside the project",
             Tool::Pi => "./scripts/install-pi, and tmux",
             Tool::Py | Tool::Otel => "./scripts/install-py",
+            Tool::DevFull => "a Linux /dev",
         }
     }
 }

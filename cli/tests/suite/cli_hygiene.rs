@@ -485,8 +485,7 @@ fn logs_carry_no_ansi_when_stderr_is_not_a_terminal_and_a_sink_failure_is_report
     // A trace file on a full disk fails for real. Four replays of the demo trace more than the
     // trace's 8 KiB write buffer holds, so the failure comes mid-run whatever the batching. The
     // debug log follows it; the user is told once, at exit, with what the sink never wrote.
-    if !Path::new("/dev/full").exists() {
-        eprintln!("note: /dev/full is absent; skipping");
+    if !toolstream_testkit::require(toolstream_testkit::Tool::DevFull, Path::new("/dev/full").exists(), "/dev/full") {
         return;
     }
     let demo = common::example("demo.jsonl");

@@ -3,6 +3,7 @@
 use std::io::IsTerminal;
 
 use clap::Parser;
+use toolstream_engine::config;
 use toolstream_schemas::display::display_body;
 use tracing_subscriber::EnvFilter;
 
@@ -20,7 +21,9 @@ fn main() {
     tracing_subscriber::fmt()
         // The MCP SDK's own logs are off unless asked for (TOOLSTREAM_LOG): its warnings quote JSON-RPC
         // errors, and the pi bridge's stderr must never carry error texts, args or results (SPEC §7).
-        .with_env_filter(EnvFilter::try_from_env("TOOLSTREAM_LOG").unwrap_or_else(|_| EnvFilter::new("warn,rmcp=off")))
+        .with_env_filter(
+            EnvFilter::try_from_env(config::LOG_ENV).unwrap_or_else(|_| EnvFilter::new(config::DEFAULT_LOG)),
+        )
         .with_writer(std::io::stderr)
         // Fields quote input (file names, sink specs, errors): written as display lines.
         .fmt_fields(toolstream_engine::stderr::log_fields())

@@ -154,6 +154,25 @@ impl SettingValue for Option<PathBuf> {
     }
 }
 
+impl SettingValue for String {
+    fn parse_text(s: &str, _: Bounds) -> Result<Self, String> {
+        Ok(s.to_owned())
+    }
+    fn parse_toml(v: &Value, _: Bounds) -> Result<Self, String> {
+        v.as_str().map(str::to_owned).ok_or_else(|| "a string".to_owned())
+    }
+    fn to_json(&self) -> serde_json::Value {
+        self.as_str().into()
+    }
+    fn show(&self) -> String {
+        if self.is_empty() {
+            "(none)".to_owned()
+        } else {
+            self.clone()
+        }
+    }
+}
+
 impl SettingValue for Secret {
     fn parse_text(s: &str, _: Bounds) -> Result<Self, String> {
         Ok(Secret::new(Some(s.to_owned())))
@@ -360,8 +379,27 @@ settings! {
     /// bundled table of Cursor models' context windows and output limits (SPEC §6c; a `default`
     /// entry sets what unknown models count as).
     models_file: Option<PathBuf> = None, ANY, env ["TOOLSTREAM_MODELS_FILE"], flag None, file true;
+    /// The Cursor model ids `toolstream models` offers when cursor-agent gives no listing
+    /// (comma-separated; `auto` is always offered). The pi extension reads the variable too,
+    /// when it cannot run toolstream (the pi contract names it).
+    cursor_models: String = String::new(), ANY,
+        env [toolstream_schemas::pi_contract::MODELS_ENV], flag None, file true;
+    /// The cursor-agent binary runs start (looked up on PATH unless a path; a command's
+    /// `--cursor-agent` flag wins).
+    cursor_agent: PathBuf = PathBuf::from(DEFAULT_CURSOR_AGENT), ANY,
+        env [CURSOR_AGENT_ENV], flag None, file true;
+    /// What toolstream logs on stderr: a `tracing` filter such as `debug` or `warn,toolstream=debug`
+    /// (the MCP SDK's own logs are off by default). Read when toolstream starts, before any config
+    /// file: set only by its variable.
+    log: String = DEFAULT_LOG.to_owned(), ANY, env [LOG_ENV], flag None, file false;
     /// The Cursor API key, scrubbed from every output (never read from the file, never shown).
     api_key: Secret = Secret::default(), ANY, env ["CURSOR_API_KEY"], flag None, file false;
+    /// `serve openai`: the bearer key every request must carry (`--api-key` wins; unset: the key
+    /// kept in the user's toolstream directory). Never read from the file, never shown.
+    openai_api_key: Secret = Secret::default(), ANY, env [OPENAI_API_KEY_ENV], flag None, file false;
+    /// `serve openai`: the browser origins allowed to call it (`http://localhost:5173`, port `*`
+    /// for any port), separated by commas or spaces (`--allow-origin` wins).
+    openai_allowed_origins: String = String::new(), ANY, env [OPENAI_ALLOWED_ORIGINS_ENV], flag None, file true;
     /// OTLP sinks: which content they write (SPEC §9.7), scrubbed: NO_CONTENT (none), SPAN_ONLY
     /// (prompt, response, tool arguments and results, shell lines on the spans), EVENT_ONLY (the
     /// prompt and response in a `gen_ai.client.inference.operation.details` span event),
@@ -385,6 +423,18 @@ settings! {
 pub const DEFAULT_HOOK_TURN_IDLE_MS: u64 = 30 * 60 * 1000;
 pub const DEFAULT_HOOK_SPOOL_MAX_AGE_DAYS: u64 = 14;
 pub const DEFAULT_HOOK_SPOOL_MAX_BYTES: u64 = 512 * 1024 * 1024;
+
+/// The `openai_api_key` and `openai_allowed_origins` settings' variables.
+pub const OPENAI_API_KEY_ENV: &str = "TOOLSTREAM_OPENAI_API_KEY";
+pub const OPENAI_ALLOWED_ORIGINS_ENV: &str = "TOOLSTREAM_OPENAI_ALLOWED_ORIGINS";
+
+/// The `log` setting's variable and default (the binary reads them before anything else).
+pub const LOG_ENV: &str = "TOOLSTREAM_LOG";
+pub const DEFAULT_LOG: &str = "warn,rmcp=off";
+
+/// The `cursor_agent` setting's variable and default (a name looked up on PATH).
+pub const CURSOR_AGENT_ENV: &str = "TOOLSTREAM_CURSOR_AGENT";
+pub const DEFAULT_CURSOR_AGENT: &str = "cursor-agent";
 
 pub const DEFAULT_TRACE_FILE: &str = "toolstream-trace.jsonl";
 pub const DEFAULT_TRACE_LIMIT_BYTES: u64 = 2 * 1024 * 1024;
@@ -547,8 +597,8 @@ pub enum ConfigError {
     FileSyntax { at: FileLoc, message: String },
     #[error("unknown key `{key}` in config file {at}; known keys: {}", file_keys().join(", "))]
     UnknownKey { at: FileLoc, key: String },
-    #[error("`api_key` is not allowed in config file {at}: set the CURSOR_API_KEY environment variable instead")]
-    ApiKeyInFile { at: FileLoc },
+    #[error("`{key}` is not allowed in config file {at}: set the {var} environment variable instead")]
+    EnvOnly { at: FileLoc, key: String, var: &'static str },
     #[error("config file {at}: `{key}` must be {expected}, found {found}")]
     FileValue { at: FileLoc, key: String, expected: String, found: String },
     #[error("{flag} {value}: expected {expected}")]
@@ -605,8 +655,9 @@ impl Config {
         for (key, value) in entries {
             let at = FileLoc { path: path.to_owned(), line: Some(line_of(&text, key.span().start)) };
             let key = key.get_ref().as_str();
-            if decl(key).is_some_and(|d| !d.in_file) {
-                return Err(ConfigError::ApiKeyInFile { at });
+            if let Some(d) = decl(key).filter(|d| !d.in_file) {
+                let var = d.env.first().copied().unwrap_or_default();
+                return Err(ConfigError::EnvOnly { at, key: key.to_owned(), var });
             }
             let origin = Origin::File { path: path.to_owned(), key: key.to_owned() };
             match self.set_from_file(key, value.get_ref(), origin) {

@@ -25,10 +25,8 @@ use std::time::{Duration, Instant};
 use crate::mcp_home::{McpHome, McpServer, APPROVE_FLAG};
 use toolstream_engine::source::{LiveInput, Source};
 
-/// Environment variable naming the cursor-agent binary.
-pub const AGENT_BIN_ENV: &str = "TOOLSTREAM_CURSOR_AGENT";
-/// The binary looked up on PATH otherwise.
-pub const DEFAULT_AGENT_BIN: &str = "cursor-agent";
+/// Environment variable naming the cursor-agent binary (the `cursor_agent` setting's).
+pub use toolstream_engine::config::CURSOR_AGENT_ENV as AGENT_BIN_ENV;
 
 /// How much of cursor-agent's stderr is kept for the error message.
 const STDERR_KEEP: usize = 16 * 1024;
@@ -347,13 +345,10 @@ pub fn failure_message(status: &str, stderr: &str) -> String {
     format!("cursor-agent exited with {status}: {ellipsis}{}", &text[start..])
 }
 
-/// The cursor-agent binary: `explicit`, else `$TOOLSTREAM_CURSOR_AGENT`, else `cursor-agent`
-/// (looked up on PATH when spawned).
-pub fn agent_bin(explicit: Option<&Path>) -> PathBuf {
-    explicit
-        .map(Path::to_path_buf)
-        .or_else(|| std::env::var_os(AGENT_BIN_ENV).filter(|v| !v.is_empty()).map(PathBuf::from))
-        .unwrap_or_else(|| PathBuf::from(DEFAULT_AGENT_BIN))
+/// The cursor-agent binary: `explicit` (a `--cursor-agent` flag), else the `cursor_agent` setting
+/// (`$TOOLSTREAM_CURSOR_AGENT`, default `cursor-agent`, looked up on PATH when spawned).
+pub fn agent_bin(explicit: Option<&Path>, config: &toolstream_engine::config::Config) -> PathBuf {
+    explicit.map_or_else(|| config.cursor_agent.value.clone(), Path::to_path_buf)
 }
 
 #[cfg(test)]

@@ -9,9 +9,10 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
 use toolstream_schemas::models::ModelTable;
+use toolstream_schemas::pi_contract::{AUTO_MODEL_ID, AUTO_MODEL_NAME};
 
 /// The environment variable with model ids used when cursor-agent has no listing (comma-separated).
-pub const MODELS_ENV: &str = "TOOLSTREAM_CURSOR_MODELS";
+pub use toolstream_schemas::pi_contract::MODELS_ENV;
 /// How long a listing is used before cursor-agent is asked again.
 pub const CACHE_TTL: Duration = Duration::from_secs(24 * 60 * 60);
 /// How long cursor-agent may take to list its models.
@@ -132,8 +133,8 @@ pub fn from_env_value(value: &str) -> Vec<CursorModel> {
 /// `auto` first, then `models`, each with its limits from `table`.
 pub fn with_limits(models: Vec<CursorModel>, table: &ModelTable) -> Vec<CursorModel> {
     let mut out =
-        vec![CursorModel { id: "auto".into(), name: "Cursor (auto)".into(), context_window: 0, max_tokens: 0 }];
-    out.extend(models.into_iter().filter(|m| m.id != "auto"));
+        vec![CursorModel { id: AUTO_MODEL_ID.into(), name: AUTO_MODEL_NAME.into(), context_window: 0, max_tokens: 0 }];
+    out.extend(models.into_iter().filter(|m| m.id != AUTO_MODEL_ID));
     for m in &mut out {
         let limits = table.limits(Some(&m.id));
         m.context_window = limits.context_window;

@@ -24,6 +24,7 @@
  */
 
 import type { ExtensionAPI, ExtensionContext } from "@mariozechner/pi-coding-agent";
+import { CONTRACT, extensionDir } from "./contract.js";
 import { cursorModels } from "./models.js";
 import {
 	API,
@@ -38,18 +39,25 @@ import {
 	setSession,
 	setToolDisplay,
 	statusLine,
-	extensionDir,
 	stopActiveRun,
 	streamCursor,
 } from "./provider.js";
 import { ownedToolDisplay, registerNativeWrappers, registerReplayTools } from "./replay-tools.js";
 
 /** The session entry that keeps the chosen Cursor mode (`/cursor-mode`). */
-const MODE_ENTRY = "toolstream-cursor-mode";
+const MODE_ENTRY = CONTRACT.modeEntry;
 
 function isMode(value: unknown): value is CursorMode {
-	return typeof value === "string" && (CURSOR_MODES as readonly string[]).includes(value);
+	return typeof value === "string" && CURSOR_MODES.includes(value);
 }
+
+/** `a, b or c`. */
+function orList(items: readonly string[]): string {
+	return items.length < 2 ? items.join("") : `${items.slice(0, -1).join(", ")} or ${items[items.length - 1]}`;
+}
+
+/** The modes, the default one marked: `agent (default), plan or ask`. */
+const MODES_TEXT = orList(CURSOR_MODES.map((m) => (m === CONTRACT.defaultCursorMode ? `${m} (default)` : m)));
 
 export default function (pi: ExtensionAPI) {
 	pi.registerProvider(PROVIDER, {
@@ -60,7 +68,7 @@ export default function (pi: ExtensionAPI) {
 		api: API,
 		models: cursorModels().map((m) => ({
 			id: m.id,
-			name: m.id === "auto" ? m.name : `Cursor ${m.name}`,
+			name: m.id === CONTRACT.autoModelId ? m.name : `Cursor ${m.name}`,
 			reasoning: false,
 			input: ["text"],
 			cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 },
@@ -74,7 +82,7 @@ export default function (pi: ExtensionAPI) {
 	registerReplayTools(pi);
 
 	pi.registerCommand("cursor-mode", {
-		description: "Cursor's mode for the following prompts: agent (default), plan or ask",
+		description: `Cursor's mode for the following prompts: ${MODES_TEXT}`,
 		getArgumentCompletions: (prefix) =>
 			CURSOR_MODES.filter((m) => m.startsWith(prefix.trim())).map((m) => ({ value: m, label: m })),
 		handler: async (args, ctx) => {
@@ -84,7 +92,7 @@ export default function (pi: ExtensionAPI) {
 				return;
 			}
 			if (!isMode(mode)) {
-				ctx.ui.notify(`Unknown Cursor mode "${mode}": use agent, plan or ask`, "error");
+				ctx.ui.notify(`Unknown Cursor mode "${mode}": use ${orList(CURSOR_MODES)}`, "error");
 				return;
 			}
 			setMode(mode);
@@ -112,7 +120,7 @@ export default function (pi: ExtensionAPI) {
 		resetSession();
 		track(ctx);
 		registerNativeWrappers(pi, extensionDir());
-		let mode: CursorMode = "agent";
+		let mode: CursorMode = CONTRACT.defaultCursorMode;
 		for (const e of ctx.sessionManager.getBranch()) {
 			if (e.type === "custom" && e.customType === MODE_ENTRY && isMode((e.data as { mode?: unknown })?.mode)) {
 				mode = (e.data as { mode: CursorMode }).mode;

@@ -8,6 +8,7 @@
  */
 
 import { execFileSync } from "node:child_process";
+import { CONTRACT, UNKNOWN_MODEL_LIMITS } from "./contract.js";
 import { findToolstream } from "./provider.js";
 
 export interface CursorModel {
@@ -17,8 +18,6 @@ export interface CursorModel {
 	maxTokens: number;
 }
 
-/** What a model counts as when toolstream cannot be asked (the table's default, SPEC §6c). */
-const UNKNOWN = { contextWindow: 200_000, maxTokens: 64_000 };
 /** How long listing may take (toolstream asks cursor-agent at most once a day). */
 const LIST_TIMEOUT_MS = 15_000;
 
@@ -46,9 +45,14 @@ export function cursorModels(): CursorModel[] {
 			// Fall through to the environment.
 		}
 	}
-	const ids = (process.env.TOOLSTREAM_CURSOR_MODELS ?? "")
+	const auto = CONTRACT.autoModelId;
+	const ids = (process.env[CONTRACT.modelsEnv] ?? "")
 		.split(",")
 		.map((s) => s.trim())
-		.filter((s) => s && s !== "auto");
-	return ["auto", ...new Set(ids)].map((id) => ({ id, name: id === "auto" ? "Cursor (auto)" : id, ...UNKNOWN }));
+		.filter((s) => s && s !== auto);
+	return [auto, ...new Set(ids)].map((id) => ({
+		id,
+		name: id === auto ? CONTRACT.autoModelName : id,
+		...UNKNOWN_MODEL_LIMITS,
+	}));
 }

@@ -19,8 +19,8 @@
 import { type ChildProcessWithoutNullStreams, spawn } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
 import { chatToResume, type SessionView } from "./chat.js";
+import { CONTRACT, extensionDir } from "./contract.js";
 import { envFlag } from "./env.js";
 import {
 	type Api,
@@ -35,12 +35,12 @@ import {
 } from "@mariozechner/pi-ai";
 import { requestContext } from "./pi-compat.js";
 
-export const PROVIDER = "cursor";
-/** The `api` of every message toolstream produces (its pi sinks write `"api":"cursor-sdk"`). */
-export const API = "cursor-sdk";
-export const REPLAY_PREFIX = "cursor-replay-";
+export const PROVIDER = CONTRACT.provider;
+/** The `api` of every message toolstream produces (its pi sinks write the same). */
+export const API = CONTRACT.api;
+export const REPLAY_PREFIX = CONTRACT.replayIdPrefix;
 /** The error message of an aborted run's message (SPEC §5.4; the engine's `CANCELLED_MESSAGE`). */
-export const CANCELLED_MESSAGE = "Cancelled: Cursor run was cancelled.";
+export const CANCELLED_MESSAGE = CONTRACT.cancelledMessage;
 
 /**
  * Recorded results of replay tool calls, by tool call id (filled from `tool_results` lines; an
@@ -49,10 +49,10 @@ export const CANCELLED_MESSAGE = "Cancelled: Cursor run was cancelled.";
  */
 export const recordedResults = new Map<string, ToolResultMessage>();
 
-/** Cursor's modes, passed as `cursor-agent --mode` (`agent` is Cursor's default). */
-export const CURSOR_MODES = ["agent", "plan", "ask"] as const;
-export type CursorMode = (typeof CURSOR_MODES)[number];
-let currentMode: CursorMode = "agent";
+/** Cursor's modes, passed as `cursor-agent --mode` (one of them is Cursor's default). */
+export const CURSOR_MODES: readonly string[] = CONTRACT.cursorModes;
+export type CursorMode = string;
+let currentMode: CursorMode = CONTRACT.defaultCursorMode;
 export function setMode(mode: CursorMode): void {
 	currentMode = mode;
 }
@@ -95,13 +95,7 @@ export function setCwd(cwd: string | undefined): void {
 	if (cwd) currentCwd = cwd;
 }
 
-export function extensionDir(): string {
-	try {
-		return path.dirname(fileURLToPath(import.meta.url));
-	} catch {
-		return typeof __dirname === "string" ? __dirname : process.cwd();
-	}
-}
+export { extensionDir };
 
 function isExecutable(p: string): boolean {
 	try {

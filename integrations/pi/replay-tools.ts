@@ -38,36 +38,37 @@ import {
 } from "@mariozechner/pi-coding-agent";
 import { Text } from "@mariozechner/pi-tui";
 import { Type } from "typebox";
+import { CONTRACT } from "./contract.js";
 import { envFlag } from "./env.js";
 import { isReplayId, recordedResults } from "./provider.js";
 
-export const NATIVE_REPLAY_TOOLS = ["read", "bash", "grep", "find", "ls", "edit", "write"] as const;
-type NativeTool = (typeof NATIVE_REPLAY_TOOLS)[number];
-export const REPLAY_TOOL_NAMES: string[] = ["cursor", ...NATIVE_REPLAY_TOOLS];
+/** The neutral replay tool (the engine's cards of every other Cursor activity). */
+const NEUTRAL_TOOL = CONTRACT.neutralReplayTool;
+/** The pi built-ins the engine's cards replay as (the pi contract's). */
+export const NATIVE_REPLAY_TOOLS: readonly string[] = CONTRACT.nativeReplayTools;
+export const REPLAY_TOOL_NAMES: string[] = [NEUTRAL_TOOL, ...NATIVE_REPLAY_TOOLS];
 
-/** pi's built-in tool `name`, as pi itself builds it for a session in `cwd`. */
+/** How pi builds each of its built-in tools for a session in `cwd`, with that session's settings. */
 // biome-ignore lint/suspicious/noExplicitAny: the built-in definitions differ in their types.
-function builtinTool(name: NativeTool, cwd: string): ToolDefinition<any, any> {
-	const settings = SettingsManager.create(cwd, getAgentDir());
-	switch (name) {
-		case "read":
-			return createReadToolDefinition(cwd, { autoResizeImages: settings.getImageAutoResize() });
-		case "bash":
-			return createBashToolDefinition(cwd, {
-				commandPrefix: settings.getShellCommandPrefix(),
-				shellPath: settings.getShellPath(),
-			});
-		case "grep":
-			return createGrepToolDefinition(cwd);
-		case "find":
-			return createFindToolDefinition(cwd);
-		case "ls":
-			return createLsToolDefinition(cwd);
-		case "edit":
-			return createEditToolDefinition(cwd);
-		case "write":
-			return createWriteToolDefinition(cwd);
-	}
+const BUILTINS: Record<string, (cwd: string, settings: SettingsManager) => ToolDefinition<any, any>> = {
+	read: (cwd, settings) => createReadToolDefinition(cwd, { autoResizeImages: settings.getImageAutoResize() }),
+	bash: (cwd, settings) =>
+		createBashToolDefinition(cwd, {
+			commandPrefix: settings.getShellCommandPrefix(),
+			shellPath: settings.getShellPath(),
+		}),
+	grep: (cwd) => createGrepToolDefinition(cwd),
+	find: (cwd) => createFindToolDefinition(cwd),
+	ls: (cwd) => createLsToolDefinition(cwd),
+	edit: (cwd) => createEditToolDefinition(cwd),
+	write: (cwd) => createWriteToolDefinition(cwd),
+};
+
+/** pi's built-in tool `name`, as pi itself builds it for a session in `cwd`; none when pi has no such built-in. */
+// biome-ignore lint/suspicious/noExplicitAny: the built-in definitions differ in their types.
+function builtinTool(name: string, cwd: string): ToolDefinition<any, any> | undefined {
+	const build = Object.hasOwn(BUILTINS, name) ? BUILTINS[name] : undefined;
+	return build?.(cwd, SettingsManager.create(cwd, getAgentDir()));
 }
 
 /** The recorded result of a replay call; never runs anything. */
@@ -80,8 +81,8 @@ function recorded(toolCallId: string) {
 	return { content: r.content, details: r.details };
 }
 
-/** Lines of a collapsed replay card (SPEC §8 collapsed preview). */
-const PREVIEW_LINES = 8;
+/** Lines of a collapsed replay card (SPEC §8 collapsed preview, the engine's too). */
+const PREVIEW_LINES = CONTRACT.previewLines;
 
 /** What toolstream records in a replay result's `details` (see actors/src/present/card.rs). */
 interface ReplayDetails {
@@ -172,7 +173,7 @@ export function ownedToolDisplay(
 	wanted = replayToolsWanted(),
 ): { tools: string[]; nativeAsNeutral: boolean } {
 	const ours = (t: { sourceInfo?: { path?: string } }) => (t.sourceInfo?.path ?? "").startsWith(ourDir);
-	const names = wanted.any ? REPLAY_TOOL_NAMES.filter((n) => n === "cursor" || wanted.natives) : [];
+	const names = wanted.any ? REPLAY_TOOL_NAMES.filter((n) => n === NEUTRAL_TOOL || wanted.natives) : [];
 	const owned = names.filter((n) => tools.some((t) => t.name === n && ours(t)));
 	return { tools: owned, nativeAsNeutral: wanted.any && !wanted.natives };
 }
@@ -195,11 +196,14 @@ export function registerNativeWrappers(pi: ExtensionAPI, ourDir: string): void {
 	for (const name of NATIVE_REPLAY_TOOLS) {
 		if (ownedElsewhere(tools, name, ourDir)) continue;
 		const base = builtinTool(name, process.cwd());
+		// A tool this pi does not have is not wrapped: its cards reach pi as thinking traces.
+		if (!base) continue;
 		pi.registerTool({
 			...base,
 			async execute(toolCallId, params, signal, onUpdate, ctx) {
 				if (isReplayId(toolCallId)) return recorded(toolCallId);
-				return builtinTool(name, ctx.cwd).execute(toolCallId, params, signal, onUpdate, ctx);
+				const own = builtinTool(name, ctx.cwd) ?? base;
+				return own.execute(toolCallId, params, signal, onUpdate, ctx);
 			},
 		});
 	}
@@ -210,7 +214,7 @@ export function registerReplayTools(pi: ExtensionAPI): void {
 	if (!replayToolsWanted().any) return;
 
 	pi.registerTool({
-		name: "cursor",
+		name: NEUTRAL_TOOL,
 		label: "Cursor",
 		description:
 			"Display-only record of an activity the Cursor agent performed (MCP call, todos, plan, delete, …), replayed from its recorded result. It cannot be called.",

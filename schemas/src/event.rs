@@ -362,8 +362,8 @@ pub enum RunStatus {
 /// The body of a card whose call completed with nothing to show.
 pub const NO_OUTPUT: &str = "(no output)";
 
-/// The error message of a cancelled run's last (aborted) message (SPEC §5.4).
-pub const CANCELLED_MESSAGE: &str = "Cancelled: Cursor run was cancelled.";
+/// The error message of a cancelled run's last (aborted) message (SPEC §5.4; the pi contract's).
+pub use crate::pi_contract::CANCELLED_MESSAGE;
 
 impl RunStatus {
     pub fn as_str(self) -> &'static str {

@@ -15,6 +15,7 @@ pub mod iso_time;
 pub mod models;
 pub mod num;
 pub mod openai;
+pub mod pi_contract;
 pub mod result_status;
 pub mod tools;
 

@@ -10,8 +10,12 @@ use serde::Deserialize;
 /// The bundled table (`schemas/models.json`).
 pub const MODELS_JSON: &str = include_str!("../models.json");
 
-/// What an unknown model counts as when the table names no default (SPEC §6c).
-pub const UNKNOWN_MODEL_LIMITS: ModelLimits = ModelLimits { context_window: 200_000, max_tokens: 64_000 };
+/// What an unknown model counts as when the table names no default (SPEC §6c): the bundled
+/// table's `default`, the one the pi extension registers unknown models with.
+pub const UNKNOWN_MODEL_LIMITS: ModelLimits = ModelLimits {
+    context_window: crate::pi_contract::UNKNOWN_CONTEXT_WINDOW,
+    max_tokens: crate::pi_contract::UNKNOWN_MAX_TOKENS,
+};
 
 /// One model's limits.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]

@@ -9,16 +9,17 @@ use serde_json::{json, Map, Value};
 use toolstream_schemas::ids::hash8;
 
 /// The internal replay tool: never exposed.
-pub const REPLAY_TOOL: &str = "cursor";
+pub use toolstream_schemas::pi_contract::NEUTRAL_REPLAY_TOOL as REPLAY_TOOL;
 
-/// pi built-ins Cursor already has natively: hidden unless `PI_CURSOR_EXPOSE_BUILTIN_TOOLS=1`.
-pub const OVERLAPPING_BUILTINS: [&str; 7] = ["read", "bash", "write", "edit", "grep", "find", "ls"];
+/// pi built-ins Cursor already has natively (the ones its cards replay as): hidden unless
+/// `PI_CURSOR_EXPOSE_BUILTIN_TOOLS=1`.
+pub use toolstream_schemas::pi_contract::NATIVE_REPLAY_TOOLS as OVERLAPPING_BUILTINS;
 
 /// The ask-question tool, exposed as `pi__cursor_ask_question` when `PI_CURSOR_ASK_QUESTION` is on.
 pub const ASK_QUESTION_TOOL: &str = "cursor_ask_question";
 
 /// Prefix of every exposed MCP name.
-pub const MCP_PREFIX: &str = "pi__";
+pub use toolstream_schemas::pi_contract::MCP_TOOL_PREFIX as MCP_PREFIX;
 
 /// One pi tool definition, as pi's tool registry (and `toolstream bridge --tools FILE`) gives it.
 #[derive(Debug, Clone, PartialEq, Deserialize)]

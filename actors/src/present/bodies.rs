@@ -5,6 +5,7 @@
 use std::fmt::Write as _;
 
 use toolstream_schemas::cursor_cli::tool_models::{self as m, FailureResult, TodoStatus, ToolArgs, ToolSuccess};
+use toolstream_schemas::pi_contract::NEUTRAL_REPLAY_TOOL;
 use toolstream_schemas::{Int, ResultStatus, ToolKind, ToolResult};
 
 use super::bounds::{bound_list, bound_read, fallback_args, fallback_result, relative_path};
@@ -154,7 +155,7 @@ pub fn render_known(
     let mut r = Rendered {
         summary: args.map(|a| summary_from_args(ctx, a)).unwrap_or_default(),
         is_error: outcome.is_error(),
-        pi_tool: "cursor",
+        pi_tool: NEUTRAL_REPLAY_TOOL,
         variant: "activity",
         ..Rendered::default()
     };
@@ -173,7 +174,7 @@ pub fn render_known(
         ToolKind::Shell => "bash",
         _ => r.pi_tool,
     };
-    if r.pi_tool != "cursor" && r.variant == "activity" {
+    if r.pi_tool != NEUTRAL_REPLAY_TOOL && r.variant == "activity" {
         r.variant = "native";
     }
     if matches!(kind, ToolKind::WebSearch | ToolKind::WebFetch) {
@@ -419,7 +420,7 @@ pub fn render_unknown(name: &str, args: Option<&serde_json::Value>, result: Opti
         summary: args.as_ref().map(scalar_args_summary).unwrap_or_default(),
         body: body.join("\n"),
         is_error,
-        pi_tool: "cursor",
+        pi_tool: NEUTRAL_REPLAY_TOOL,
         variant: "genericFallback",
         header: Some(name.to_owned()),
         sections: vec![args_lines.join("\n"), result_text.unwrap_or_default()],

@@ -19,8 +19,8 @@ pub const TRANSCRIPT_MAX_LINES: usize = 800;
 pub const LIST_MAX_ITEMS: usize = 200;
 /// Max lines of a read card.
 pub const READ_MAX_LINES: usize = 20;
-/// Max lines of a collapsed card preview.
-pub const PREVIEW_MAX_LINES: usize = 8;
+/// Max lines of a collapsed card preview (the pi extension's collapsed cards show as many).
+pub use toolstream_schemas::pi_contract::PREVIEW_LINES as PREVIEW_MAX_LINES;
 /// Max chars (all lines, newlines included) of a collapsed card preview.
 pub const PREVIEW_MAX_CHARS: usize = 4_000;
 /// Max chars of one collapsed preview line (also diff preview lines).

@@ -8,6 +8,7 @@ use toolstream_schemas::cursor_cli::tool_models::{args_from_tree, ResultModel};
 
 use toolstream_schemas::cursor_exec::to_openai::OpenAiToolCall;
 use toolstream_schemas::cursor_exec::OPENAI_TOOL_CALL_FIELD;
+use toolstream_schemas::pi_contract::NEUTRAL_REPLAY_TOOL;
 use toolstream_schemas::{
     CallArgs, CallRef, Card, IncompleteCall, LineKind, StyledLine, Tool, ToolEvent, ToolKind, ToolResult,
 };
@@ -117,7 +118,7 @@ pub fn incomplete_card(ctx: &CardContext<'_>, rec: &IncompleteCall, args: Option
         summary,
         body: format!("{} did not complete\n{reason}", rec.title),
         is_error: true,
-        pi_tool: "cursor",
+        pi_tool: NEUTRAL_REPLAY_TOOL,
         variant: "activity",
         ..Rendered::default()
     };
@@ -127,7 +128,7 @@ pub fn incomplete_card(ctx: &CardContext<'_>, rec: &IncompleteCall, args: Option
     // The title line says it all; the body (for pi) repeats it.
     card.preview.clear();
     card.preview_hidden = 0;
-    card.pi_tool = "cursor".into();
+    card.pi_tool = NEUTRAL_REPLAY_TOOL.into();
     card.args = incomplete_args(&card.title, reason);
     card.incomplete = Some(rec.reason);
     card.recorded_args = recorded_args;
@@ -236,7 +237,8 @@ fn assemble(
         summary: &summary,
         body: &content,
     });
-    let variant = if pi_tool == "cursor" && r.variant.starts_with("native") { "activity" } else { r.variant };
+    let variant =
+        if pi_tool == NEUTRAL_REPLAY_TOOL && r.variant.starts_with("native") { "activity" } else { r.variant };
     // What pi's model reads. Without a header or sections it is the body alone: the content,
     // already scrubbed and bounded (one pass over the body, not two).
     let result_text = if let Some(shell) = shell {

@@ -14,6 +14,7 @@
 //! incomplete calls `{incomplete: true}`.
 
 use serde_json::{Map, Value};
+use toolstream_schemas::pi_contract::NEUTRAL_REPLAY_TOOL;
 use toolstream_schemas::ToolKind;
 
 use super::bounds::{display_line, relative_path};
@@ -90,7 +91,7 @@ pub fn display_args(input: &DisplayInput<'_>) -> (&'static str, Value) {
     };
     match native {
         Some((tool, args)) => (tool, Value::Object(args)),
-        None => ("cursor", Value::Object(activity(input, raw))),
+        None => (NEUTRAL_REPLAY_TOOL, Value::Object(activity(input, raw))),
     }
 }
 
@@ -216,6 +217,20 @@ mod tests {
             summary: "sum",
             body: "\n first line \nsecond",
         })
+    }
+
+    /// The native cards are the pi contract's native replay tools (the extension wraps exactly
+    /// those built-ins); any other card is the contract's neutral tool.
+    #[test]
+    fn the_native_cards_are_the_contracts_native_replay_tools() {
+        use toolstream_schemas::pi_contract::{NATIVE_REPLAY_TOOLS, NEUTRAL_REPLAY_TOOL};
+        let raw = json!({"path": "/w/a", "command": "c", "pattern": "p", "content": "x", "old_string": "a", "new_string": "b"});
+        for tool in NATIVE_REPLAY_TOOLS {
+            assert_eq!(args(ToolKind::Read, tool, raw.clone()).0, *tool);
+        }
+        for other in ["cursor", "webfetch", "todo", "Read"] {
+            assert_eq!(args(ToolKind::Read, other, raw.clone()).0, NEUTRAL_REPLAY_TOOL, "{other}");
+        }
     }
 
     #[test]

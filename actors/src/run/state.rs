@@ -6,6 +6,7 @@ use std::borrow::Cow;
 use std::sync::Arc;
 
 use toolstream_schemas::ids::{call_ref, run_label};
+use toolstream_schemas::pi_contract::REPLAY_ID_PREFIX;
 use toolstream_schemas::{
     CallArgs, CallRef, IncompleteCall, IncompleteReason, Input, InputEvent, Output, OutputEvent, RunEnd, RunId,
     RunStart, RunStatus, RunTotals, SegmentKind, StopReason, Tool, ToolEvent, Usage, CANCELLED_MESSAGE,
@@ -470,7 +471,7 @@ impl Run {
             scrubber: &cfg.scrubber,
             cwd: self.start.cwd.as_deref(),
             turn: self.turn,
-            replay_id: format!("cursor-replay-{}-tool-{}", self.label, self.cards),
+            replay_id: format!("{REPLAY_ID_PREFIX}{}-tool-{}", self.label, self.cards),
             keep_recorded: cfg.keep_recorded,
             compact: cfg.compact,
         }

@@ -27,10 +27,10 @@ pub struct ModelsArgs {
 pub fn run(args: ModelsArgs) -> anyhow::Result<i32> {
     let config = args.input.config()?;
     let table = super::model_table(&config)?;
-    let agent = cursor_agent::agent_bin(args.cursor_agent.as_deref());
-    let env_value = std::env::var(MODELS_ENV).ok();
+    let agent = cursor_agent::agent_bin(args.cursor_agent.as_deref(), &config);
+    let env_value = Some(config.cursor_models.value.as_str()).filter(|v| !v.is_empty());
     let cache = cursor_models::default_cache_file();
-    let (models, source, why) = cursor_models::resolve(&agent, cache.as_deref(), env_value.as_deref(), args.refresh);
+    let (models, source, why) = cursor_models::resolve(&agent, cache.as_deref(), env_value, args.refresh);
     if let Some(why) = why {
         tracing::debug!(%why, "no model listing from cursor-agent; using {MODELS_ENV}");
     }

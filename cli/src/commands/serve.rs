@@ -17,11 +17,9 @@ use toolstream_hosts::openai_server::live::LiveOptions;
 use toolstream_hosts::openai_server::replay::Recording;
 use toolstream_hosts::openai_server::{serve, Mode, ServerOptions, DEFAULT_ADDR};
 
-/// The environment variable holding the server's bearer key (what `--api-key` sets).
-pub const API_KEY_ENV: &str = "TOOLSTREAM_OPENAI_API_KEY";
-/// The environment variable listing the allowed browser origins (what `--allow-origin` sets),
-/// separated by commas or spaces.
-pub const ALLOWED_ORIGINS_ENV: &str = "TOOLSTREAM_OPENAI_ALLOWED_ORIGINS";
+/// The environment variable listing the allowed browser origins (the `openai_allowed_origins`
+/// setting's), separated by commas or spaces.
+pub use toolstream_engine::config::OPENAI_ALLOWED_ORIGINS_ENV as ALLOWED_ORIGINS_ENV;
 
 #[derive(Debug, Args)]
 pub struct ServeArgs {
@@ -104,7 +102,7 @@ fn openai(args: OpenaiArgs) -> anyhow::Result<i32> {
     let mut pipeline = args.input.pipeline_options(&config)?;
     let env = |var: &str| std::env::var(var).ok().filter(|v| !v.trim().is_empty());
     let allowed_origins = if args.allow_origin.is_empty() {
-        AllowedOrigins::parse(&env(ALLOWED_ORIGINS_ENV).unwrap_or_default())
+        AllowedOrigins::parse(&config.openai_allowed_origins.value)
             .map_err(|e| anyhow::anyhow!("{ALLOWED_ORIGINS_ENV}: {e}"))?
     } else {
         AllowedOrigins::from_entries(args.allow_origin.iter().map(String::as_str))
@@ -112,7 +110,12 @@ fn openai(args: OpenaiArgs) -> anyhow::Result<i32> {
     };
     let key = if args.no_api_key {
         KeyChoice::Off
-    } else if let Some(k) = args.api_key.clone().filter(|k| !k.trim().is_empty()).or_else(|| env(API_KEY_ENV)) {
+    } else if let Some(k) = args
+        .api_key
+        .clone()
+        .filter(|k| !k.trim().is_empty())
+        .or_else(|| config.openai_api_key.value.expose().map(str::to_owned))
+    {
         KeyChoice::Given(k)
     } else {
         let dir = user_config_dir(&env).ok_or_else(|| {
@@ -136,7 +139,7 @@ fn openai(args: OpenaiArgs) -> anyhow::Result<i32> {
         Some(path) => Mode::Replay(Arc::new(Recording::load(path, pipeline).map_err(anyhow::Error::msg)?)),
         None => Mode::Live(Box::new(LiveOptions {
             pipeline,
-            agent_bin: agent_bin(args.cursor_agent.as_deref()),
+            agent_bin: agent_bin(args.cursor_agent.as_deref(), &config),
             workspace: args.workspace.clone(),
             budget: Budget::default(),
             hide_builtin_names: args.hide_builtin_tool_names,

@@ -218,6 +218,8 @@ fn observer(name: &str, dir: &Path) -> Option<Observer> {
     let cards = |input: &str| vec!["replay".to_owned(), "--color".into(), "never".into(), input.to_owned()];
     let traced = |input: &str| vec!["replay".into(), "--sink".into(), "jsonl=t.jsonl".into(), input.to_owned()];
     let debug = || vec![("TOOLSTREAM_LOG", "debug".to_owned())];
+    // 192.0.2.1 (TEST-NET-1) is no address of this machine: binding it fails after the start.
+    let serve_unbound = || ["serve", "openai", "--addr", "192.0.2.1:9"].map(String::from).to_vec();
     let o = |args, vars: Vec<(&'static str, &str)>, common, look, check| Observer {
         args,
         vars: vars.into_iter().map(|(k, v)| (k, v.to_owned())).collect(),
@@ -276,6 +278,42 @@ fn observer(name: &str, dir: &Path) -> Option<Observer> {
             std::fs::write(&file, r#"{"models": {"composer-2": {"contextWindow": 10, "maxTokens": 5}}}"#).unwrap();
             let mut ob = o(traced(&sdk), vec![], vec![], Look::File("t.jsonl"), |t| !t.contains("\"source\":\"sdk\""));
             ob.vars.push(("TOOLSTREAM_MODELS_FILE", file.display().to_string()));
+            ob
+        }
+        // No cursor-agent to ask: the listed ids are offered.
+        "cursor_models" => {
+            let args = ["models", "--json", "--cursor-agent", "/nonexistent/cursor-agent"].map(String::from).to_vec();
+            o(args, vec![("TOOLSTREAM_CURSOR_MODELS", "x-test-model")], vec![], Look::Stdout, |out| {
+                out.contains("\"id\":\"x-test-model\"")
+            })
+        }
+        "log" => o(cards(&demo), vec![("TOOLSTREAM_LOG", "debug")], vec![], Look::Stderr, |e| e.contains(" DEBUG ")),
+        // `serve openai` on an address no interface has: it says its key and origins, then fails.
+        "openai_api_key" => {
+            let mut ob = o(serve_unbound(), vec![("TOOLSTREAM_OPENAI_API_KEY", "k-1")], vec![], Look::Stderr, |e| {
+                e.contains("Bearer <the key you gave>")
+            });
+            ob.code = 2;
+            ob
+        }
+        "openai_allowed_origins" => {
+            let origin = ("TOOLSTREAM_OPENAI_ALLOWED_ORIGINS", "http://app.test");
+            let mut ob = o(serve_unbound(), vec![origin], vec![], Look::Stderr, |e| {
+                e.contains("browser origins allowed: http://app.test")
+            });
+            ob.code = 2;
+            ob
+        }
+        // The named cursor-agent is the one asked for its models.
+        "cursor_agent" => {
+            let agent = dir.join("fake-cursor-agent");
+            std::fs::write(&agent, "#!/bin/sh\necho 'fake-model-9 - Fake 9'\n").unwrap();
+            let mut perms = std::fs::metadata(&agent).unwrap().permissions();
+            std::os::unix::fs::PermissionsExt::set_mode(&mut perms, 0o755);
+            std::fs::set_permissions(&agent, perms).unwrap();
+            let args = ["models", "--json"].map(String::from).to_vec();
+            let mut ob = o(args, vec![], vec![], Look::Stdout, |out| out.contains("\"id\":\"fake-model-9\""));
+            ob.vars.push(("TOOLSTREAM_CURSOR_AGENT", agent.display().to_string()));
             ob
         }
         // Scrubbed from the MCP card (the assistant's own text is never scrubbed, SPEC §8).
@@ -474,4 +512,97 @@ fn markdown_files(root: &Path) -> Vec<(PathBuf, String)> {
         }
     }
     out
+}
+
+/// Environment variables the code reads that are not toolstream settings: the platform's (home,
+/// XDG directories, `PATH`, `SHELL`, `NO_COLOR`: they do not match [`SETTING_VARIABLE`]) and pi's
+/// own (where pi keeps its sessions, honoured as pi honours them).
+const NOT_SETTINGS: &[&str] = &["PI_CODING_AGENT_DIR", "PI_CODING_AGENT_SESSION_DIR"];
+
+/// Variables the code reads that the settings table does not declare yet (issue 22, item 2, not
+/// finished): each still has its own reader. Moving one into the table means removing it here;
+/// the test fails for a variable that is in both, and for a new read that is in neither.
+const NOT_YET_IN_THE_TABLE: &[&str] = &[
+    "TOOLSTREAM_CURSOR_SHELL",
+    "OTEL_EXPORTER_OTLP_ENDPOINT",
+    "OTEL_EXPORTER_OTLP_PROTOCOL",
+    "OTEL_EXPORTER_OTLP_HEADERS",
+    "OTEL_SERVICE_NAME",
+    "OTEL_RESOURCE_ATTRIBUTES",
+    "PI_CURSOR_PI_TOOL_BRIDGE",
+    "PI_CURSOR_EXPOSE_BUILTIN_TOOLS",
+    "PI_CURSOR_ASK_QUESTION",
+    "PI_CURSOR_PI_BRIDGE_CALL_TIMEOUT_MS",
+    "PI_CURSOR_MCP_TOOL_TIMEOUT_MS",
+    "PI_CURSOR_MCP_TOOL_TIMEOUT_SECONDS",
+    "PI_CURSOR_MCP_CONNECT_TIMEOUT_MS",
+    "PI_CURSOR_MCP_CONNECT_TIMEOUT_SECONDS",
+    "PI_CURSOR_PI_TOOL_BRIDGE_DEBUG",
+    "PI_CURSOR_PI_TOOL_BRIDGE_DEBUG_FILE",
+];
+
+/// The names a setting's variable may have.
+const SETTING_VARIABLE: &[&str] = &["TOOLSTREAM_", "OTEL_", "PI_", "CURSOR_"];
+
+/// Every quoted variable name in the workspace's sources (each crate's `src/`, up to its unit
+/// tests, and the pi contract, whose `modelsEnv` the engine reads): what the code can read. The
+/// test kit (`TOOLSTREAM_REQUIRE_*` gates) and the fuzz harness are not toolstream.
+fn variables_in_sources(root: &Path) -> std::collections::BTreeSet<String> {
+    let mut files = vec![root.join("schemas/pi-contract.json")];
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir(root)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path().join("src"))
+        .filter(|p| p.is_dir() && !p.starts_with(root.join("fuzz")) && !p.starts_with(root.join("testkit")))
+        .collect();
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else if path.extension().is_some_and(|e| e == "rs") && !path.ends_with("tests.rs") {
+                files.push(path);
+            }
+        }
+    }
+    let mut names = std::collections::BTreeSet::new();
+    for file in files {
+        let text = std::fs::read_to_string(&file).unwrap();
+        let code = text.split("#[cfg(test)]").next().unwrap_or_default();
+        for quoted in code.split('"').skip(1).step_by(2) {
+            let shaped =
+                quoted.len() > 4 && quoted.chars().all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_');
+            if shaped && SETTING_VARIABLE.iter().any(|p| quoted.starts_with(p)) && !quoted.ends_with('_') {
+                names.insert(quoted.to_owned());
+            }
+        }
+    }
+    names
+}
+
+/// `toolstream config --json` lists every setting the code reads: each variable the sources name
+/// is a listed setting's (or a known exception above) — the other direction of
+/// `every_listed_setting_changes_behaviour_or_output`.
+#[test]
+fn every_variable_the_code_reads_is_a_listed_setting() {
+    let dir = temp_dir("reads");
+    let listed = json(&dir, &[]);
+    let mut declared = std::collections::BTreeSet::new();
+    for entry in listed.as_object().unwrap().values() {
+        declared.extend(entry["env"].as_str().unwrap().split(", ").filter(|v| !v.is_empty()).map(str::to_owned));
+    }
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let read = variables_in_sources(&root);
+    assert!(read.contains("TOOLSTREAM_SHARDS") && read.contains("CURSOR_API_KEY"), "the scan finds reads: {read:?}");
+    let unlisted: Vec<&String> = read
+        .iter()
+        .filter(|v| {
+            !declared.contains(*v) && !NOT_SETTINGS.contains(&v.as_str()) && !NOT_YET_IN_THE_TABLE.contains(&v.as_str())
+        })
+        .collect();
+    assert!(unlisted.is_empty(), "read by the code but not a setting of `toolstream config`: {unlisted:?}");
+    let both: Vec<&&str> = NOT_YET_IN_THE_TABLE.iter().filter(|v| declared.contains(**v)).collect();
+    assert!(both.is_empty(), "in the table now, remove from NOT_YET_IN_THE_TABLE: {both:?}");
+    let gone: Vec<&&str> = NOT_YET_IN_THE_TABLE.iter().chain(NOT_SETTINGS).filter(|v| !read.contains(**v)).collect();
+    assert!(gone.is_empty(), "no longer read by the code: {gone:?}");
 }

@@ -8,7 +8,7 @@ use std::net::IpAddr;
 
 use crate::local_http::{is_loopback, random_hex};
 
-pub const PATH_PREFIX: &str = "/cursor-pi-tool-bridge/";
+pub use toolstream_schemas::pi_contract::BRIDGE_PATH_PREFIX as PATH_PREFIX;
 pub const PATH_SUFFIX: &str = "/mcp";
 
 /// How many disposed tokens keep answering 410 (older ones answer 404).

@@ -132,7 +132,8 @@ pub fn serve(opts: ProviderOptions) -> i32 {
     // `--compact`: what pi's model reads is compacted (SPEC §10).
     popts.shard.compact.model = opts.compact;
     let mcp = bridge.as_ref().map(|b| b.server().clone());
-    let (source, agent) = match open_source(&request, opts.cursor_agent.clone(), mcp) {
+    let agent_bin = crate::cursor_agent::agent_bin(opts.cursor_agent.as_deref(), &opts.config);
+    let (source, agent) = match open_source(&request, agent_bin, mcp) {
         Ok(s) => s,
         Err((msg, code)) => return fail(&gate, &scrubber, &model, &msg, code),
     };
@@ -256,7 +257,7 @@ type Opened = (Source, Option<Arc<AgentProcess>>);
 
 /// The source named by the request (cursor-agent is started here); the error carries the exit
 /// status to use.
-fn open_source(request: &Request, agent_bin: Option<PathBuf>, mcp: Option<McpServer>) -> Result<Opened, (String, i32)> {
+fn open_source(request: &Request, agent_bin: PathBuf, mcp: Option<McpServer>) -> Result<Opened, (String, i32)> {
     match &request.source {
         SourceSpec::Replay { path, .. } => match std::fs::File::open(path) {
             Ok(_) => Ok((Source::File(path.clone()), None)),
@@ -286,7 +287,7 @@ fn open_source(request: &Request, agent_bin: Option<PathBuf>, mcp: Option<McpSer
                 flat.prompt
             };
             let cmd = AgentCommand {
-                bin: crate::cursor_agent::agent_bin(agent_bin.as_deref()),
+                bin: agent_bin,
                 model: request.model.clone(),
                 workspace: request.cwd.clone(),
                 extra_args: args.clone(),

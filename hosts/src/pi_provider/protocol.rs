@@ -118,6 +118,21 @@ mod tests {
     #![allow(clippy::unwrap_used, clippy::panic)]
     use super::*;
 
+    /// The modes the extension offers (the pi contract's) are the modes the engine reads, and only
+    /// Cursor's default mode leaves `--mode` out.
+    #[test]
+    fn the_contracts_modes_are_the_engines() {
+        use toolstream_schemas::pi_contract::{CURSOR_MODES, DEFAULT_CURSOR_MODE};
+        let mut seen = Vec::new();
+        for name in CURSOR_MODES {
+            let mode: CursorMode = serde_json::from_value(serde_json::json!(name)).unwrap();
+            assert_eq!(mode.agent_option(), (*name != DEFAULT_CURSOR_MODE).then_some(*name), "{name}");
+            assert!(!seen.contains(&mode), "{name}");
+            seen.push(mode);
+        }
+        assert!(serde_json::from_value::<CursorMode>(serde_json::json!("debug")).is_err());
+    }
+
     #[test]
     fn parses_every_line_kind() {
         let req = r#"{"type":"request","model":"auto","cwd":"/w","context":{"messages":[],"tools":[]},

@@ -32,6 +32,7 @@ use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
+use toolstream_schemas::pi_contract::NEUTRAL_REPLAY_TOOL;
 
 use rusqlite::{Connection, OpenFlags};
 use serde_json::{json, Map, Value};
@@ -518,7 +519,7 @@ fn recorded_args(card: &Card) -> Map<String, Value> {
         return args.clone();
     }
     let mut args = card.args.as_object().cloned().unwrap_or_default();
-    if card.pi_tool == "cursor" {
+    if card.pi_tool == NEUTRAL_REPLAY_TOOL {
         for k in CARD_ONLY_ARGS {
             args.remove(k);
         }

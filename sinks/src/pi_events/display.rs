@@ -11,7 +11,7 @@ use serde::Deserialize;
 use toolstream_schemas::Card;
 
 /// The neutral replay tool.
-pub const NEUTRAL_TOOL: &str = "cursor";
+pub use toolstream_schemas::pi_contract::NEUTRAL_REPLAY_TOOL as NEUTRAL_TOOL;
 
 /// The replay tools pi has, as the extension reports them.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]

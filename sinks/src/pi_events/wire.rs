@@ -10,9 +10,9 @@ use toolstream_schemas::{StopReason, Usage};
 
 /// The `api` of every Cursor message: the one the pi Cursor extension registers its provider
 /// under (its session files carry `"api":"cursor-sdk"`).
-pub const API: &str = "cursor-sdk";
+pub use toolstream_schemas::pi_contract::API;
 /// The `provider` of every Cursor message and model change.
-pub const PROVIDER: &str = "cursor";
+pub use toolstream_schemas::pi_contract::PROVIDER;
 /// The model id used when a run did not name its model.
 pub const UNKNOWN_MODEL: &str = "unknown";
 

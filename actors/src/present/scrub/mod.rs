@@ -42,7 +42,7 @@ pub const REDACTED_PRIVATE_KEY: &str = "[redacted private key]";
 /// Replacement for a redacted bridge endpoint URL/path.
 pub const REDACTED_BRIDGE_ENDPOINT: &str = "[redacted-bridge-endpoint]";
 /// The path marker of the pi tool bridge endpoint (SPEC §7), redacted by default.
-pub const DEFAULT_BRIDGE_MARKER: &str = "/cursor-pi-tool-bridge/";
+pub use toolstream_schemas::pi_contract::BRIDGE_PATH_PREFIX as DEFAULT_BRIDGE_MARKER;
 
 /// Redacts secrets from what toolstream writes. Cheap to clone; `Default` knows no secret and
 /// has the default bridge marker.

@@ -77,7 +77,7 @@ impl Default for PipelineOptions {
     }
 }
 
-/// The end-of-run wait (README, "Sinks and backpressure"): once the input ended (or on Ctrl-C),
+/// The end-of-run wait (docs/sinks.md, "Sinks and backpressure"): once the input ended (or on Ctrl-C),
 /// every sink that may drop (network sinks, `when_full=drop_newest`) gets at most this long, all of
 /// them together, to deliver what it holds. `block` sinks are waited for as long as they take.
 pub const END_WAIT: Duration = Duration::from_secs(4);

@@ -1,5 +1,5 @@
 /**
- * The one place where the supported pi versions (0.73 … 0.87, see the README) differ for the
+ * The one place where the supported pi versions (0.73 … 0.87, see docs/pi-provider-protocol.md) differ for the
  * extension: the context pi hands a provider. pi up to 0.85 passes pi-ai's `Context`
  * (`systemPrompt`, `messages`, `tools`); pi 0.86+ passes a `TranscriptContext`, whose
  * `role:"system"` messages carry the prompt and the tool declarations (the first holds them,
@@ -27,7 +27,7 @@ export interface RequestTool {
 	parameters: unknown;
 }
 
-/** The `context` of the `request` line (README, "pi provider protocol"). */
+/** The `context` of the `request` line (docs/pi-provider-protocol.md). */
 export interface RequestContext {
 	systemPrompt?: string;
 	messages: Message[];

@@ -1,6 +1,6 @@
 /**
  * The `cursor` provider's stream: one `toolstream pi-provider` child per Cursor run (see the
- * README section "pi provider protocol"), its output lines turned into pi-ai
+ * docs/pi-provider-protocol.md), its output lines turned into pi-ai
  * AssistantMessageEvents, one assistant message per provider call.
  *
  * pi calls the provider once per assistant message. The first call of a run (the context ends

@@ -64,8 +64,8 @@ pub enum Command {
     /// end to end to a null sink, the JSONL trace and a pi session, side by side on the same bytes.
     Bench(bench::BenchArgs),
     /// Serve the pi extension (`integrations/pi`): one Cursor run as pi assistant-message events
-    /// on stdout, driven by a JSON-lines request, pi's tool results and `abort` on stdin. See the
-    /// README section "pi provider protocol".
+    /// on stdout, driven by a JSON-lines request, pi's tool results and `abort` on stdin. See
+    /// docs/pi-provider-protocol.md.
     PiProvider(pi_provider::PiProviderArgs),
     /// List the Cursor models to offer and their limits: cursor-agent's own listing (cached for a
     /// day), else the ids in $TOOLSTREAM_CURSOR_MODELS; `auto` always. Limits come from the model
@@ -98,7 +98,7 @@ pub enum Command {
     Serve(serve::ServeArgs),
     /// Serve pi's tools to an MCP client (the pi tool bridge endpoint) over stdio: a `listening`
     /// line with the MCP URL, `bridge_call` lines out, `bridge_result` lines in. See `--help`
-    /// and the README section "pi tool bridge".
+    /// and docs/pi-tool-bridge.md.
     Bridge(bridge::BridgeArgs),
 }
 

@@ -1,5 +1,5 @@
 //! `toolstream pi-provider`: the stdio JSON-lines backend of the pi extension (`integrations/pi`).
-//! The protocol is described in `toolstream_hosts::pi_provider` and in the README ("pi provider protocol").
+//! The protocol is described in `toolstream_hosts::pi_provider` and in docs/pi-provider-protocol.md.
 
 use std::path::PathBuf;
 

@@ -33,7 +33,7 @@ pub enum ServeApi {
     /// (streamed or not) and `GET /v1/models`. Each request runs a Cursor turn through
     /// cursor-agent with the conversation flattened into its prompt, or, with --replay, is
     /// answered from a recording (an exec recording's tool requests become the client's tool
-    /// calls). See the README section "OpenAI-compatible server".
+    /// calls). See docs/openai-server.md.
     Openai(OpenaiArgs),
 }
 

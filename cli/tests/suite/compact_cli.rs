@@ -211,7 +211,7 @@ impl Wrapped {
             assert!(output.contains(count), "`{command}`: the count {count:?} is missing\n{output}\n{trace}");
         }
         let ratio = output.len() as f64 / raw as f64;
-        // `--nocapture` prints the README's table.
+        // `--nocapture` prints docs/compaction.md's table.
         println!(
             "| `{command}` | {raw} | {} | {ratio:.3} | {} |",
             output.len(),

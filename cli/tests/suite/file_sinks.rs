@@ -1,5 +1,5 @@
 //! What every file sink (`jsonl`, `openai-sse`, `pi-session`, `pi-sessions`, `cursor-db`) does with
-//! what is at its PATH, end to end with the real binary (README "What a file sink does at PATH"):
+//! what is at its PATH, end to end with the real binary (docs/sinks.md, "What a file sink does at its PATH"):
 //! an existing regular file (replaced only as each sink's rule says; `pi-session` refuses it
 //! without `--force`), a symlink (its target written, the link kept), a FIFO and a device node
 //! made with `mknod` (written through, or refused by `cursor-db`; never replaced); and its

@@ -1,5 +1,5 @@
 //! What a server on the user's machine needs so that a web page the user visits, or another local
-//! user, cannot drive it (the rules ollama and Jupyter follow; README "OpenAI-compatible server"):
+//! user, cannot drive it (the rules ollama and Jupyter follow; docs/openai-server.md):
 //! the request [`guard`] (Host, Origin, CORS preflights, JSON bodies) shared by `serve openai` and
 //! the pi tool bridge, the browser-origin allow-list ([`origin`]), the loopback and DNS-rebinding
 //! checks ([`host`]), and random tokens from the OS ([`random_hex`]).

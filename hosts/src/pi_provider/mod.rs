@@ -1,5 +1,5 @@
 //! `toolstream pi-provider`: the backend of the pi extension (`integrations/pi`), one process per
-//! Cursor run, speaking JSON lines on stdin/stdout. The README section "pi provider protocol" is
+//! Cursor run, speaking JSON lines on stdin/stdout. docs/pi-provider-protocol.md is
 //! the public description; in short:
 //!
 //! **Input** (stdin), one JSON object per line:

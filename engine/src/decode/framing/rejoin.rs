@@ -296,8 +296,12 @@ pub fn records(input: &[u8], max_line_bytes: usize) -> Vec<Record> {
     out.0
 }
 
+/// Whether `bytes` would decode: blank, or JSON — UTF-8 as JSON text must be, which
+/// `serde_json::from_slice` does not check inside the strings it skips (the decoders read text as
+/// `str` and report invalid UTF-8).
 fn is_json_or_blank(bytes: &[u8]) -> bool {
-    bytes.iter().all(u8::is_ascii_whitespace) || serde_json::from_slice::<serde::de::IgnoredAny>(bytes).is_ok()
+    bytes.iter().all(u8::is_ascii_whitespace)
+        || std::str::from_utf8(bytes).is_ok_and(|s| serde_json::from_str::<serde::de::IgnoredAny>(s).is_ok())
 }
 
 /// Where a scanned line left the record.

@@ -92,6 +92,17 @@ fn a_joined_record_that_does_not_parse_reports_every_line() {
 }
 
 #[test]
+fn a_joined_record_that_is_not_utf8_reports_every_line() {
+    // Found by the `rejoin` fuzz target: a byte that is not UTF-8 inside a skipped string. The
+    // decoders read a record as `str`, so it does not decode, joined or not.
+    let input = b"{\"\xdd\n\":\"\"}\n{\"ok\":1}\n";
+    assert_eq!(
+        records(input, 1 << 20),
+        [Record::Bad { line_no: 1 }, Record::Bad { line_no: 2 }, line(3, r#"{"ok":1}"#),]
+    );
+}
+
+#[test]
 fn a_record_past_the_line_bound_reports_every_line() {
     // `{"t":"x` + (n - 2) lines `x` + `end"}`: n lines.
     let split = |n: usize| format!("{{\"t\":\"{}end\"}}\n{{\"ok\":1}}\n", "x\n".repeat(n - 1));

@@ -193,12 +193,7 @@ fn run_deliver(args: DeliverArgs) -> anyhow::Result<i32> {
     let _ = rustix::process::setsid();
     let paths = HookPaths::locate()?;
     let specs = sinks(&paths, args.sinks);
-    let Some(_lock) = lock(&paths)? else {
-        // The delivery running now passes again once done.
-        let mut f = OpenOptions::new().create(true).truncate(true).write(true).open(paths.again_file())?;
-        f.write_all(b"1")?;
-        return Ok(0);
-    };
+    let Some(mut held) = lock_or_ask(&paths)? else { return Ok(0) };
     let mut input = InputArgs::hooks();
     input.config = args.config;
     let cfg = input.config()?;
@@ -230,12 +225,35 @@ fn run_deliver(args: DeliverArgs) -> anyhow::Result<i32> {
                 failed = true;
             }
         }
+        if paths.again_file().exists() {
+            continue;
+        }
+        prune(&paths, &settings, &cfg);
+        drop(held);
+        // A delivery asked for while this one was finishing found the lock taken and left its
+        // request after that check: serve it now, unless that delivery took the lock itself.
         if !paths.again_file().exists() {
-            break;
+            return Ok(i32::from(failed));
+        }
+        match lock(&paths)? {
+            Some(again) => held = again,
+            None => return Ok(i32::from(failed)),
         }
     }
     prune(&paths, &settings, &cfg);
     Ok(i32::from(failed))
+}
+
+/// The delivery lock; or, when a delivery holds it, a request that it pass again. The request is
+/// left before the lock is tried a second time, and a delivery looks for requests after it lets
+/// the lock go: whichever order the two take, one of them delivers what this one was started for.
+fn lock_or_ask(paths: &HookPaths) -> std::io::Result<Option<Lock>> {
+    if let Some(held) = lock(paths)? {
+        return Ok(Some(held));
+    }
+    let mut f = OpenOptions::new().create(true).truncate(true).write(true).open(paths.again_file())?;
+    f.write_all(b"1")?;
+    lock(paths)
 }
 
 /// Remove old spools; those still pending somewhere are said in the log.
@@ -284,5 +302,25 @@ impl InputArgs {
             strict: false,
             max_line_bytes: ByteSize(DEFAULT_MAX_LINE_BYTES as u64),
         }
+    }
+}
+
+#[cfg(all(test, unix))]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn a_delivery_asked_for_while_one_holds_the_lock_leaves_a_request_and_takes_the_lock_once_free() {
+        let root = std::env::temp_dir().join(format!("toolstream-lock-{}", std::process::id()));
+        let paths = HookPaths::new(&root);
+        let held = lock(&paths).unwrap().expect("the lock is free");
+        assert!(lock_or_ask(&paths).unwrap().is_none(), "held by the running delivery");
+        assert!(paths.again_file().exists(), "the request is left for it");
+        drop(held);
+        let _ = std::fs::remove_file(paths.again_file());
+        assert!(lock_or_ask(&paths).unwrap().is_some(), "free again: this delivery runs itself");
+        assert!(!paths.again_file().exists(), "and asks nothing of anyone");
+        let _ = std::fs::remove_dir_all(&root);
     }
 }

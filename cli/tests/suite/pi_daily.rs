@@ -141,51 +141,102 @@ fn stopped(message: &Value) {
     );
 }
 
-/// The two install steps a user takes: `cargo install` (here: a `toolstream` in
-/// `~/.cargo/bin` that notes each start, then runs the one cargo built) and `pi install <the
-/// extension>`; then pi, with no `-e` and no `TOOLSTREAM_BIN`, runs a Cursor run through them.
+/// The two install steps a user takes: `cargo install` (here: a `toolstream` in `~/.cargo/bin`
+/// that notes each start, then runs the one cargo built) and `pi install SOURCE` (`git` holds the
+/// variables that point git at a local copy of the repository); then pi, with no `-e` and no
+/// `TOOLSTREAM_BIN`, runs a Cursor run through them. Returns pi's settings after the install.
+fn install_and_run(pi: &Path, home: &Home, source: &std::ffi::OsStr, git: &[(String, String)]) -> Value {
+    let cargo_bin = home.dir.join(".cargo/bin");
+    std::fs::create_dir_all(&cargo_bin).unwrap();
+    let started = home.dir.join("toolstream-started");
+    write_script(
+        &cargo_bin.join("toolstream"),
+        &format!(
+            "#!/bin/sh\necho \"$1\" >> '{}'\nexec '{}' \"$@\"\n",
+            started.display(),
+            env!("CARGO_BIN_EXE_toolstream")
+        ),
+    );
+    let path = format!("{}:{}", cargo_bin.display(), std::env::var("PATH").unwrap_or_default());
+    let agent_dir = home.dir.join(".pi/agent");
+    std::fs::create_dir_all(&agent_dir).unwrap();
+    std::fs::write(agent_dir.join("settings.json"), r#"{"retry":{"enabled":false}}"#).unwrap();
+
+    let mut install = home.bare_pi(pi);
+    install.env("PATH", &path).envs(git.iter().map(|(k, v)| (k, v))).arg("install").arg(source);
+    let done = common::run_with_timeout(&mut install, None, PI_TIMEOUT).unwrap();
+    assert_eq!(done.code, Some(0), "pi install failed: {}{}", done.stdout, done.stderr);
+    let settings: Value =
+        serde_json::from_str(&std::fs::read_to_string(agent_dir.join("settings.json")).unwrap()).unwrap();
+
+    let mut run = home.bare_pi(pi);
+    run.env("PATH", &path).args(["--provider", "cursor", "--model", "auto"]);
+    let last = print_mode(run, &[], "fix the rounding bug");
+    stopped(&last);
+    assert_eq!(last["responseId"], DEMO_CHAT, "the recorded Cursor run's messages");
+    let calls = calls(&home.calls_dir());
+    assert_eq!(calls.len(), 1, "one cursor-agent run: {calls:?}");
+    assert_eq!(calls[0].last().unwrap(), "fix the rounding bug");
+    let starts = std::fs::read_to_string(&started).unwrap_or_default();
+    assert!(starts.lines().any(|l| l == "pi-provider"), "the toolstream on PATH ran the run: {starts:?}");
+    settings
+}
+
 #[test]
 fn pi_install_registers_the_extension_and_it_finds_toolstream_on_path() {
     each_pi_home(|pi, home| {
-        let cargo_bin = home.dir.join(".cargo/bin");
-        std::fs::create_dir_all(&cargo_bin).unwrap();
-        let started = home.dir.join("toolstream-started");
-        write_script(
-            &cargo_bin.join("toolstream"),
-            &format!(
-                "#!/bin/sh\necho \"$1\" >> '{}'\nexec '{}' \"$@\"\n",
-                started.display(),
-                env!("CARGO_BIN_EXE_toolstream")
-            ),
-        );
-        let path = format!("{}:{}", cargo_bin.display(), std::env::var("PATH").unwrap_or_default());
-        let agent_dir = home.dir.join(".pi/agent");
-        std::fs::create_dir_all(&agent_dir).unwrap();
-        std::fs::write(agent_dir.join("settings.json"), r#"{"retry":{"enabled":false}}"#).unwrap();
-
-        let mut install = home.bare_pi(pi);
-        install.env("PATH", &path).arg("install").arg(extension());
-        let done = common::run_with_timeout(&mut install, None, PI_TIMEOUT).unwrap();
-        assert_eq!(done.code, Some(0), "pi install failed: {}{}", done.stdout, done.stderr);
-        let settings: Value =
-            serde_json::from_str(&std::fs::read_to_string(agent_dir.join("settings.json")).unwrap()).unwrap();
+        let settings = install_and_run(pi, home, extension().as_os_str(), &[]);
         // pi keeps a local package's path relative to its settings file.
         let packages = settings["packages"].as_array().expect("a packages list");
         assert_eq!(packages.len(), 1, "{settings}");
-        let installed = agent_dir.join(packages[0].as_str().unwrap()).canonicalize().unwrap();
+        let installed = home.dir.join(".pi/agent").join(packages[0].as_str().unwrap()).canonicalize().unwrap();
         assert_eq!(installed, extension(), "{settings}");
-
-        let mut run = home.bare_pi(pi);
-        run.env("PATH", &path).args(["--provider", "cursor", "--model", "auto"]);
-        let last = print_mode(run, &[], "fix the rounding bug");
-        stopped(&last);
-        assert_eq!(last["responseId"], DEMO_CHAT, "the recorded Cursor run's messages");
-        let calls = calls(&home.calls_dir());
-        assert_eq!(calls.len(), 1, "one cursor-agent run: {calls:?}");
-        assert_eq!(calls[0].last().unwrap(), "fix the rounding bug");
-        let starts = std::fs::read_to_string(&started).unwrap_or_default();
-        assert!(starts.lines().any(|l| l == "pi-provider"), "the toolstream on PATH ran the run: {starts:?}");
     });
+}
+
+/// `pi install git:github.com/…` as a user types it: pi clones the repository (git is pointed at
+/// a repository made of this checkout's tracked files, as they are in the working tree) and
+/// loads the extension the root `package.json` names; the extension finds `schemas/` in the clone.
+#[test]
+fn pi_install_from_git_registers_the_extension_of_the_repository() {
+    const URL: &str = "https://github.com/toolstream/toolstream";
+    each_pi_home(|pi, home| {
+        let repo = home.dir.join("published");
+        copy_tracked_files(&repo);
+        let git = [
+            ("GIT_CONFIG_COUNT".to_owned(), "1".to_owned()),
+            ("GIT_CONFIG_KEY_0".to_owned(), format!("url.{}.insteadOf", repo.display())),
+            ("GIT_CONFIG_VALUE_0".to_owned(), URL.to_owned()),
+        ];
+        let settings = install_and_run(pi, home, "git:github.com/toolstream/toolstream".as_ref(), &git);
+        assert_eq!(settings["packages"], json!(["git:github.com/toolstream/toolstream"]), "{settings}");
+        let clone = home.dir.join(".pi/agent/git/github.com/toolstream/toolstream");
+        assert!(clone.join("integrations/pi/index.ts").is_file(), "pi cloned the repository into {}", clone.display());
+    });
+}
+
+/// A git repository at `dest` holding every file this checkout tracks, with its working-tree
+/// content: what a clone of the published repository holds.
+fn copy_tracked_files(dest: &Path) {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let git = |dir: &Path, args: &[&str]| {
+        let out = Command::new("git").current_dir(dir).args(args).output().unwrap();
+        assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        out.stdout
+    };
+    std::fs::create_dir_all(dest).unwrap();
+    let listed = git(&root, &["ls-files", "-z"]);
+    for name in listed.split(|b| *b == 0).filter(|n| !n.is_empty()) {
+        let name = std::str::from_utf8(name).unwrap();
+        let (from, to) = (root.join(name), dest.join(name));
+        if from.is_file() {
+            std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+            std::fs::copy(&from, &to).unwrap();
+        }
+    }
+    git(dest, &["init", "-q"]);
+    git(dest, &["add", "-A"]);
+    git(dest, &["-c", "user.name=t", "-c", "user.email=t@example.invalid", "commit", "-qm", "published"]);
 }
 
 #[test]

@@ -299,6 +299,23 @@ fn events_of(spooled: &Spooled, turns: &BTreeSet<TurnKey>) -> Vec<toolstream_sch
     events.into_iter().filter(|t| t.turn.as_ref().is_some_and(|k| turns.contains(k))).map(|t| t.event).collect()
 }
 
+/// The events of `turns`, in order, grouped by the root conversation of their turn: the spool is
+/// decoded once for all of them (once per conversation made a delivery quadratic in the spool).
+fn events_by_root(
+    spooled: &Spooled,
+    turns: &BTreeSet<TurnKey>,
+) -> BTreeMap<String, Vec<toolstream_schemas::InputEvent>> {
+    let (events, _) = decode(&spooled.lines, None);
+    let mut by_root: BTreeMap<String, Vec<toolstream_schemas::InputEvent>> = BTreeMap::new();
+    for t in events {
+        let Some(key) = t.turn.as_ref().filter(|k| turns.contains(*k)) else { continue };
+        if let Some(turn) = spooled.turns.get(key) {
+            by_root.entry(turn.root.clone()).or_default().push(t.event);
+        }
+    }
+    by_root
+}
+
 /// Run `events` through a pipeline into the sink `plan`; `None` when it took everything and lost
 /// nothing, else what went wrong.
 fn run(settings: &DeliverSettings, plan_for: &SinkSpec, events: Vec<toolstream_schemas::InputEvent>) -> Option<String> {
@@ -354,15 +371,12 @@ fn deliver_sessions(
     ledgers: &mut BTreeMap<String, Ledger>,
 ) -> SinkOutcome {
     let mut outcome = SinkOutcome { sink: sink.label(), turns: turns.len(), delivered: true, problem: None };
-    let roots: BTreeSet<String> = turns.iter().filter_map(|k| spooled.turns.get(k)).map(|t| t.root.clone()).collect();
-    for root in roots {
-        let mine: BTreeSet<TurnKey> =
-            turns.iter().filter(|k| spooled.turns.get(*k).is_some_and(|t| t.root == root)).cloned().collect();
+    for (root, events) in events_by_root(spooled, turns) {
         let staging = paths.staging_dir().join(format!("{}-{}", super::file_name(&root), std::process::id()));
         let _ = std::fs::remove_dir_all(&staging);
         let result = crate::state_dir::private_dir(&staging).map_err(|e| e.to_string()).and_then(|()| {
             let staged = SinkSpec::new(SinkKind::PiSessions, Some(staging.clone()));
-            match run(settings, &staged, events_of(spooled, &mine)) {
+            match run(settings, &staged, events) {
                 Some(p) => Err(p),
                 None => {
                     let ledger = ledgers.entry(root.clone()).or_insert_with(|| Ledger::load(paths, &root));

@@ -9,6 +9,7 @@ use clap::{Args, Subcommand};
 
 use super::InputArgs;
 use toolstream_engine::config::user_config_dir;
+use toolstream_hosts::bridge_server::BridgeSettings;
 use toolstream_hosts::conversation::Budget;
 use toolstream_hosts::cursor_agent::agent_bin;
 use toolstream_hosts::local_http::AllowedOrigins;
@@ -143,6 +144,7 @@ fn openai(args: OpenaiArgs) -> anyhow::Result<i32> {
             workspace: args.workspace.clone(),
             budget: Budget::default(),
             hide_builtin_names: args.hide_builtin_tool_names,
+            bridge: BridgeSettings::from_config(&config),
         })),
     };
     serve(ServerOptions {

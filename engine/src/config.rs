@@ -53,6 +53,8 @@ pub struct Rule {
 
 pub const ANY: Rule = Rule { min: 0, max: None, clamp_min: false, lenient: false, seconds_env: None, at_most: None };
 const POSITIVE: Rule = Rule { min: 1, ..ANY };
+/// At least 1: a smaller value is raised to it with a warning.
+const AT_LEAST_ONE: Rule = Rule { min: 1, clamp_min: true, ..ANY };
 /// Any value; one that cannot be read is a warning (the settings the pi extension passes on).
 const LENIENT: Rule = Rule { lenient: true, ..ANY };
 
@@ -65,7 +67,8 @@ impl Rule {
             (0, Some(max), false) => parts.push(format!("at most {max} (more is clamped)")),
             (min, Some(max), false) => parts.push(format!("≥ {min}, at most {max} (more is clamped)")),
             (0, None, _) => {}
-            (min, None, _) => parts.push(format!("≥ {min}")),
+            (min, None, true) => parts.push(format!("≥ {min} (less is raised to {min})")),
+            (min, None, false) => parts.push(format!("≥ {min}")),
         }
         if let Some(var) = self.seconds_env {
             parts.push(format!("{var} in seconds, the ms variable wins"));
@@ -290,6 +293,63 @@ impl SettingValue for ContentCapture {
     }
 }
 
+/// A byte count, written with an optional K/M/G suffix (powers of 1024; `8M`), shown the same way.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ByteSize(pub u64);
+
+impl std::str::FromStr for ByteSize {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let t = s.trim();
+        let upper = t.to_ascii_uppercase();
+        let digits = upper.trim_end_matches("IB").trim_end_matches('B');
+        let (num, mult) = match digits.chars().last() {
+            Some('K') => (&digits[..digits.len() - 1], 1u64 << 10),
+            Some('M') => (&digits[..digits.len() - 1], 1 << 20),
+            Some('G') => (&digits[..digits.len() - 1], 1 << 30),
+            _ => (digits, 1),
+        };
+        let n: u64 = num.trim().parse().map_err(|_| format!("`{s}` is not a size like 512K, 16M or 1G"))?;
+        n.checked_mul(mult).filter(|v| *v > 0).map(ByteSize).ok_or_else(|| format!("`{s}` is out of range"))
+    }
+}
+
+impl fmt::Display for ByteSize {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let n = self.0;
+        if n.is_multiple_of(1 << 20) {
+            write!(f, "{}M", n >> 20)
+        } else if n.is_multiple_of(1 << 10) {
+            write!(f, "{}K", n >> 10)
+        } else {
+            write!(f, "{n}")
+        }
+    }
+}
+
+const SIZE_EXPECTED: &str = "a size in bytes (suffixes K, M, G)";
+
+impl SettingValue for ByteSize {
+    fn parse_text(s: &str, _: Rule) -> Result<Self, String> {
+        s.parse().map_err(|_| SIZE_EXPECTED.to_owned())
+    }
+    fn parse_toml(v: &Value, b: Rule) -> Result<Self, String> {
+        match v {
+            Value::Integer(n) => u64::try_from(*n).ok().filter(|n| *n > 0).map(ByteSize),
+            Value::String(s) => Self::parse_text(s, b).ok(),
+            _ => None,
+        }
+        .ok_or_else(|| SIZE_EXPECTED.to_owned())
+    }
+    fn to_json(&self) -> serde_json::Value {
+        self.0.into()
+    }
+    fn show(&self) -> String {
+        self.to_string()
+    }
+}
+
 /// Declares every setting once: the [`Config`] struct, its defaults, the [`DECLS`] table, and
 /// how the file, the environment, flags and `toolstream config` read and show each.
 macro_rules! settings {
@@ -508,6 +568,17 @@ settings! {
     /// `serve openai`: the browser origins allowed to call it (`http://localhost:5173`, port `*`
     /// for any port), separated by commas or spaces (`--allow-origin` wins).
     openai_allowed_origins: String = String::new(), ANY, env [OPENAI_ALLOWED_ORIGINS_ENV], flag None, file true;
+    /// `serve openai`: runs at once; more requests are refused with 429 until one ends.
+    openai_max_runs: usize = 4, ANY, env [], flag Some("--max-runs"), file true;
+    /// `serve openai`: the deadline of one request, in seconds, from its arrival to its last byte.
+    openai_request_timeout_seconds: u64 = 600, AT_LEAST_ONE, env [], flag Some("--request-timeout"), file true;
+    /// `serve openai`: how long a run that called one of the client's tools waits for the result
+    /// (the client's next request with the `role:"tool"` message), in seconds; then
+    /// it is stopped, and a later result starts a fresh run with the whole conversation.
+    openai_tool_result_timeout_seconds: u64 = 600, AT_LEAST_ONE, env [], flag Some("--tool-result-timeout"), file true;
+    /// `serve openai`: the largest request body (suffixes K, M, G); a larger one is refused with
+    /// 413.
+    openai_max_body: ByteSize = ByteSize(8 << 20), ANY, env [], flag Some("--max-body"), file true;
     /// OTLP sinks: which content they write (SPEC §9.7), scrubbed: NO_CONTENT (none), SPAN_ONLY
     /// (prompt, response, tool arguments and results, shell lines on the spans), EVENT_ONLY (the
     /// prompt and response in a `gen_ai.client.inference.operation.details` span event),
@@ -1266,6 +1337,26 @@ mod tests {
         let path = write_file("otelfile", "otlp_endpoint = \"http://c:4318\"\n");
         let msg = load(Some(&path), &[]).unwrap_err().to_string();
         assert!(msg.contains("OTEL_EXPORTER_OTLP_ENDPOINT"), "environment only: {msg}");
+    }
+
+    #[test]
+    fn byte_sizes() {
+        assert_eq!("16M".parse::<ByteSize>(), Ok(ByteSize(16 << 20)));
+        assert_eq!("512k".parse::<ByteSize>(), Ok(ByteSize(512 << 10)));
+        assert_eq!("1GiB".parse::<ByteSize>(), Ok(ByteSize(1 << 30)));
+        assert_eq!("100".parse::<ByteSize>(), Ok(ByteSize(100)));
+        assert!("x".parse::<ByteSize>().is_err());
+        assert!("0".parse::<ByteSize>().is_err());
+        assert_eq!(ByteSize(16 << 20).to_string(), "16M");
+        let path = write_file("bytes", "openai_max_body = \"1K\"\n");
+        assert_eq!(load(Some(&path), &[]).unwrap().openai_max_body.value, ByteSize(1024));
+        let mut c = Config::defaults();
+        c.set_flag("openai_max_body", "--max-body", "2M").unwrap();
+        assert_eq!(c.openai_max_body.value, ByteSize(2 << 20));
+        assert!(c.set_flag("openai_max_body", "--max-body", "lots").is_err());
+        c.set_flag("openai_request_timeout_seconds", "--request-timeout", "0").unwrap();
+        assert_eq!(c.openai_request_timeout_seconds.value, 1, "at least a second");
+        assert_eq!(c.warnings.len(), 1, "{:?}", c.warnings);
     }
 
     #[test]

@@ -228,6 +228,8 @@ struct Observer {
     code: i32,
     /// What both runs read on stdin (none: a closed stdin).
     stdin: Option<&'static str>,
+    /// Arguments the run with the setting changed adds (a setting only a flag sets).
+    set_args: Vec<&'static str>,
 }
 
 enum Look {
@@ -252,6 +254,14 @@ fn observer(name: &str, dir: &Path) -> Option<Observer> {
         check,
         code: 0,
         stdin: None,
+        set_args: Vec::new(),
+    };
+    // `serve openai` with a flag, logging its limits before it fails to bind (exit 2).
+    let serve_flag = |flag: &'static str, value: &'static str, check: fn(&str) -> bool| {
+        let mut ob = o(serve_unbound(), vec![], debug(), Look::Stderr, check);
+        ob.set_args = vec![flag, value];
+        ob.code = 2;
+        ob
     };
     // `toolstream bridge` on a tools file of one tool named `tool` (stdin closed: it lists its
     // endpoint, or says why not, then ends).
@@ -416,6 +426,14 @@ fn observer(name: &str, dir: &Path) -> Option<Observer> {
             ob.code = 1;
             ob
         }
+        "openai_max_runs" => serve_flag("--max-runs", "7", |e| e.contains("max_runs=7 ")),
+        "openai_request_timeout_seconds" => {
+            serve_flag("--request-timeout", "5", |e| e.contains("request_timeout_s=5 "))
+        }
+        "openai_tool_result_timeout_seconds" => {
+            serve_flag("--tool-result-timeout", "5", |e| e.contains("tool_result_timeout_s=5 "))
+        }
+        "openai_max_body" => serve_flag("--max-body", "1K", |e| e.contains("body_limit=1024")),
         // No collector listens at the default (localhost:4318) either: both runs lose their spans.
         "otlp_endpoint" => {
             let var = ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:9");
@@ -551,10 +569,10 @@ fn every_listed_setting_changes_behaviour_or_output() {
     assert!(names.len() >= 13, "{names:?}");
     for name in &names {
         let Some(ob) = observer(name, &dir) else { panic!("no observer for listed setting `{name}`: add one") };
-        let look = |vars: &[(&str, String)]| {
+        let look = |vars: &[(&str, String)], set_args: &[&str]| {
             let run_dir = temp_dir(&format!("effect-{name}"));
             let all: Vec<(&str, &str)> = ob.common.iter().chain(vars).map(|(k, v)| (*k, v.as_str())).collect();
-            let args: Vec<&str> = ob.args.iter().map(String::as_str).collect();
+            let args: Vec<&str> = ob.args.iter().map(String::as_str).chain(set_args.iter().copied()).collect();
             let out = toolstream_fed(&run_dir, &args, &all, ob.stdin);
             assert!(out.code == ob.code, "{name}: exit {} {}", out.code, out.stderr);
             match ob.look {
@@ -563,7 +581,7 @@ fn every_listed_setting_changes_behaviour_or_output() {
                 Look::File(f) => std::fs::read_to_string(run_dir.join("cwd").join(f)).unwrap_or_default(),
             }
         };
-        let (default, set) = (look(&[]), look(&ob.vars));
+        let (default, set) = (look(&[], &[]), look(&ob.vars, &ob.set_args));
         assert_ne!(default, set, "setting `{name}` changed nothing");
         assert!((ob.check)(&set), "setting `{name}`: not the expected change:\n{set}");
         assert!(!(ob.check)(&default) || matches!(ob.look, Look::File(_)), "`{name}`: the default already shows it");

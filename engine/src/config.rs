@@ -51,7 +51,7 @@ pub struct Rule {
     pub at_most: Option<&'static str>,
 }
 
-pub const ANY: Rule = Rule { min: 0, max: None, clamp_min: false, lenient: false, seconds_env: None, at_most: None };
+const ANY: Rule = Rule { min: 0, max: None, clamp_min: false, lenient: false, seconds_env: None, at_most: None };
 const POSITIVE: Rule = Rule { min: 1, ..ANY };
 /// At least 1: a smaller value is raised to it with a warning.
 const AT_LEAST_ONE: Rule = Rule { min: 1, clamp_min: true, ..ANY };

@@ -415,7 +415,7 @@ fn diagnose(path: &Path) -> (Vec<String>, Vec<String>) {
         problems.push(format!("the hook does not answer correctly: {e:#}"));
     }
     let config = Config::from_process_env(None).unwrap_or_else(|e| {
-        problems.push(format!("the settings: {e} (the hook uses the defaults)"));
+        problems.push(format!("the settings: {e} (the hook leaves it out)"));
         Config::defaults()
     });
     if compacts && ShellEnv::new(&config).host_shell(None).is_none() {

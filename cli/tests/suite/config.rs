@@ -275,6 +275,8 @@ fn observer(name: &str, dir: &Path) -> Option<Observer> {
     let otlp = || ["replay", "--sink", "otlp", &demo].map(String::from).to_vec();
     let discard = || vec![("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:9".to_owned())];
     let debug_discard = || [debug(), discard()].concat();
+    // Both runs lose their spans (exit 1): no collector listens.
+    let lossy = |vars, common, check| Observer { code: 1, ..o(otlp(), vars, common, Look::Stderr, check) };
     Some(match name {
         "config_file" => {
             let other = dir.join("other.toml");
@@ -434,38 +436,22 @@ fn observer(name: &str, dir: &Path) -> Option<Observer> {
             serve_flag("--tool-result-timeout", "5", |e| e.contains("tool_result_timeout_s=5 "))
         }
         "openai_max_body" => serve_flag("--max-body", "1K", |e| e.contains("body_limit=1024")),
-        // No collector listens at the default (localhost:4318) either: both runs lose their spans.
-        "otlp_endpoint" => {
-            let var = ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:9");
-            let mut ob = o(otlp(), vec![var], debug(), Look::Stderr, |e| e.contains("endpoint=http://127.0.0.1:9"));
-            ob.code = 1;
-            ob
-        }
-        "otlp_protocol" => {
-            let var = ("OTEL_EXPORTER_OTLP_PROTOCOL", "http/json");
-            let mut ob = o(otlp(), vec![var], discard(), Look::Stderr, |e| {
-                e.contains("OTEL_EXPORTER_OTLP_PROTOCOL `http/json` is not supported")
-            });
-            ob.code = 1;
-            ob
-        }
-        "otlp_headers" => {
-            let var = ("OTEL_EXPORTER_OTLP_HEADERS", "novalue");
-            let mut ob = o(otlp(), vec![var], discard(), Look::Stderr, |e| e.contains("`novalue` is not `key=value`"));
-            ob.code = 1;
-            ob
-        }
+        // No collector listens at the default (localhost:4318) either.
+        "otlp_endpoint" => lossy(vec![("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:9")], debug(), |e| {
+            e.contains("endpoint=http://127.0.0.1:9")
+        }),
+        "otlp_protocol" => lossy(vec![("OTEL_EXPORTER_OTLP_PROTOCOL", "http/json")], discard(), |e| {
+            e.contains("OTEL_EXPORTER_OTLP_PROTOCOL `http/json` is not supported")
+        }),
+        "otlp_headers" => lossy(vec![("OTEL_EXPORTER_OTLP_HEADERS", "novalue")], discard(), |e| {
+            e.contains("`novalue` is not `key=value`")
+        }),
         "otel_service_name" => {
-            let var = ("OTEL_SERVICE_NAME", "svc-x");
-            let mut ob = o(otlp(), vec![var], debug_discard(), Look::Stderr, |e| e.contains("service=svc-x"));
-            ob.code = 1;
-            ob
+            lossy(vec![("OTEL_SERVICE_NAME", "svc-x")], debug_discard(), |e| e.contains("service=svc-x"))
         }
         "otel_resource_attributes" => {
             let var = ("OTEL_RESOURCE_ATTRIBUTES", "a=b,service.name=from-attrs");
-            let mut ob = o(otlp(), vec![var], debug_discard(), Look::Stderr, |e| e.contains("service=from-attrs"));
-            ob.code = 1;
-            ob
+            lossy(vec![var], debug_discard(), |e| e.contains("service=from-attrs"))
         }
         // No PATH, no SHELL: the hook finds no shell of its own, and leaves the command alone.
         "cursor_shell" => {

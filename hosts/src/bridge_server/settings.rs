@@ -61,16 +61,7 @@ impl BridgeSettings {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used)]
-
     use super::*;
-
-    fn with(vars: &[(&str, &str)]) -> BridgeSettings {
-        let mut vars = vars.to_vec();
-        vars.push(("HOME", "/nonexistent"));
-        let env = move |k: &str| vars.iter().find(|(n, _)| *n == k).map(|(_, v)| (*v).to_owned());
-        BridgeSettings::from_config(&Config::load(None, &env).unwrap())
-    }
 
     #[test]
     fn defaults() {
@@ -78,20 +69,21 @@ mod tests {
         assert_eq!(s.exposure, ExposureSettings { bridge_enabled: true, expose_builtins: false, ask_question: true });
         assert_eq!((s.call_timeout_ms, s.connect_timeout_ms), (3_600_000, 10_000));
         assert!(!s.debug_stderr && s.debug_file.is_none());
-        assert_eq!(s, with(&[]));
+        assert_eq!(s.sessions, SESSION_LIMITS);
     }
 
+    /// Each field is its setting (the table checks and bounds them: `config::bridge_tests`).
     #[test]
     fn every_field_is_its_setting() {
-        let s = with(&[
-            ("PI_CURSOR_PI_TOOL_BRIDGE", "0"),
-            ("PI_CURSOR_EXPOSE_BUILTIN_TOOLS", "1"),
-            ("PI_CURSOR_ASK_QUESTION", "false"),
-            ("PI_CURSOR_PI_BRIDGE_CALL_TIMEOUT_MS", "500"),
-            ("PI_CURSOR_MCP_CONNECT_TIMEOUT_SECONDS", "5"),
-            ("PI_CURSOR_PI_TOOL_BRIDGE_DEBUG", "1"),
-            ("PI_CURSOR_PI_TOOL_BRIDGE_DEBUG_FILE", "/tmp/b.jsonl"),
-        ]);
+        let mut c = Config::defaults();
+        c.bridge_enabled.value = false;
+        c.bridge_expose_builtins.value = true;
+        c.bridge_ask_question.value = false;
+        c.bridge_call_timeout_ms.value = 500;
+        c.bridge_connect_timeout_ms.value = 5_000;
+        c.bridge_debug.value = true;
+        c.bridge_debug_file.value = Some(PathBuf::from("/tmp/b.jsonl"));
+        let s = BridgeSettings::from_config(&c);
         assert_eq!(s.exposure, ExposureSettings { bridge_enabled: false, expose_builtins: true, ask_question: false });
         assert_eq!((s.call_timeout_ms, s.connect_timeout_ms), (500, 5_000));
         assert!(s.debug_stderr);

@@ -970,7 +970,7 @@ impl Config {
             .collect()
     }
 
-    /// Every setting as `{name: {value, origin, env, rule, doc}}` with typed values (numbers, booleans,
+    /// Every setting as `{name: {value, origin, env, flag, rule, doc}}` with typed values (numbers, booleans,
     /// strings, `null` for unset). The API key shows only `(set)` or `(unset)`.
     pub fn to_json(&self) -> serde_json::Value {
         let mut map = serde_json::Map::new();
@@ -978,14 +978,14 @@ impl Config {
         map.insert(
             "config_file".to_owned(),
             serde_json::json!({"value": file, "origin": self.config_file.origin.to_string(), "env": CONFIG_ENV,
-                "rule": "", "doc": "The config file that was read."}),
+                "flag": "--config", "rule": "", "doc": "The config file that was read."}),
         );
         for r in self.rows() {
             let doc = decl(r.name).map(|d| d.doc.split_whitespace().collect::<Vec<_>>().join(" ")).unwrap_or_default();
             map.insert(
                 r.name.to_owned(),
-                serde_json::json!({"value": r.json, "origin": r.origin, "env": env_names(r.name), "rule": r.rule,
-                    "doc": doc}),
+                serde_json::json!({"value": r.json, "origin": r.origin, "env": env_names(r.name),
+                    "flag": decl(r.name).and_then(|d| d.flag), "rule": r.rule, "doc": doc}),
             );
         }
         serde_json::Value::Object(map)
@@ -1369,6 +1369,8 @@ mod tests {
         assert_eq!(names.len(), all_decls().count() + 1, "each setting once, plus the config file");
         assert_eq!(c.to_json()["lifecycle_defer_ms"]["value"], 75);
         assert_eq!(c.to_json()["config_file"]["value"], serde_json::Value::Null);
+        assert_eq!(c.to_json()["openai_max_body"]["flag"], "--max-body");
+        assert_eq!(c.to_json()["usage_wait_ms"]["flag"], serde_json::Value::Null);
         assert!(c.to_json()["shards"]["doc"].as_str().unwrap().starts_with("Number of shards"));
     }
 }

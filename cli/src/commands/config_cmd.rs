@@ -13,7 +13,7 @@ use toolstream_engine::config::{Config, Origin};
 
 #[derive(Debug, Args)]
 pub struct ConfigArgs {
-    /// Print one JSON object `{name: {value, origin, env, rule, doc}}` instead of a table.
+    /// Print one JSON object `{name: {value, origin, env, flag, rule, doc}}` instead of a table.
     #[arg(long)]
     pub json: bool,
     /// Print the docs' reference tables (every setting with its default, every sink) as Markdown,

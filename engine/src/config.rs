@@ -523,6 +523,10 @@ settings! {
     /// core but the one that reads and decodes, at least 1; at most 64.
     shards: usize = crate::pipeline::default_shards(), Rule { min: 1, max: Some(MAX_SHARDS), ..ANY },
         env ["TOOLSTREAM_SHARDS"], flag Some("--shards"), file true;
+    /// Longest input line accepted, in bytes (suffixes K, M, G); a longer line is skipped and
+    /// reported.
+    max_line_bytes: ByteSize = ByteSize(crate::decode::framing::DEFAULT_MAX_LINE_BYTES as u64), ANY,
+        env [], flag Some("--max-line-bytes"), file true;
     /// Defer window of in-progress lifecycle lines, in ms of event time (SPEC §6).
     lifecycle_defer_ms: u64 = toolstream_actors::lifecycle::DEFAULT_DEFER_MS, ANY,
         env ["TOOLSTREAM_LIFECYCLE_DEFER_MS"], flag None, file true;

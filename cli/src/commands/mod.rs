@@ -24,7 +24,6 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use toolstream_actors::present::scrub::Scrubber;
 use toolstream_actors::shard::ShardConfig;
-use toolstream_engine::decode::framing::DEFAULT_MAX_LINE_BYTES;
 
 pub use toolstream_engine::config::ByteSize;
 use toolstream_engine::config::Config;
@@ -121,9 +120,9 @@ pub struct InputArgs {
     #[arg(long)]
     pub strict: bool,
     /// Longest line accepted, in bytes (suffixes K, M, G; e.g. 16M); longer lines are skipped and
-    /// reported.
-    #[arg(long, value_name = "SIZE", default_value_t = ByteSize(DEFAULT_MAX_LINE_BYTES as u64))]
-    pub max_line_bytes: ByteSize,
+    /// reported. Default: the `max_line_bytes` setting (`toolstream config` shows it).
+    #[arg(long, value_name = "SIZE")]
+    pub max_line_bytes: Option<String>,
 }
 
 impl InputArgs {
@@ -133,6 +132,9 @@ impl InputArgs {
         let mut cfg = Config::from_process_env(self.config.as_deref())?;
         if let Some(n) = &self.shards {
             cfg.set_flag("shards", "--shards", n)?;
+        }
+        if let Some(n) = &self.max_line_bytes {
+            cfg.set_flag("max_line_bytes", "--max-line-bytes", n)?;
         }
         for w in &cfg.warnings {
             toolstream_engine::say!("toolstream: {w}");
@@ -145,7 +147,7 @@ impl InputArgs {
         Ok(PipelineOptions {
             strict: self.strict,
             format: self.format.format(),
-            max_line_bytes: usize::try_from(self.max_line_bytes.0).unwrap_or(usize::MAX),
+            max_line_bytes: usize::try_from(cfg.max_line_bytes.value.0).unwrap_or(usize::MAX),
             shards: cfg.shards.value.max(1),
             shard: ShardConfig {
                 scrubber: Scrubber::new(cfg.api_key.value.expose().map(str::to_owned)),

@@ -289,6 +289,11 @@ fn observer(name: &str, dir: &Path) -> Option<Observer> {
         "shards" => {
             o(cards(&demo), vec![("TOOLSTREAM_SHARDS", "13")], debug(), Look::Stderr, |e| e.contains("shards=13"))
         }
+        "max_line_bytes" => {
+            let mut ob = o(cards(&demo), vec![], debug(), Look::Stderr, |e| e.contains("max_line_bytes=1048576"));
+            ob.set_args = vec!["--max-line-bytes", "1M"];
+            ob
+        }
         "lifecycle_defer_ms" => {
             o(cards(&demo), vec![("TOOLSTREAM_LIFECYCLE_DEFER_MS", "100000")], vec![], Look::Stdout, |out| {
                 !out.contains("… Cursor shell")

@@ -275,7 +275,12 @@ impl Pipeline {
         }
         let sink_set = Arc::new(SinkSet::new(threads.iter().map(SinkThread::port).collect(), opts.sink_grace));
         let n = opts.shards.max(1);
-        tracing::debug!(shards = n, sinks = threads.len() - 1, "starting the engine");
+        tracing::debug!(
+            shards = n,
+            sinks = threads.len() - 1,
+            max_line_bytes = opts.max_line_bytes,
+            "starting the engine"
+        );
         let sequencer = Sequencer::start(n, sink_set.clone()).map_err(PipelineError::Start)?;
         let mut shards = Vec::new();
         for i in 0..n {

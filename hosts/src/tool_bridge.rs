@@ -48,18 +48,10 @@ pub struct ProviderBridge {
 }
 
 impl ProviderBridge {
-    /// Start the endpoint for `tools` (pi-ai tool declarations). `None` when the bridge is off
-    /// (`PI_CURSOR_PI_TOOL_BRIDGE=0`) or exposes none of them.
+    /// Start the endpoint for `tools` (pi-ai tool declarations) under `settings` (the table's,
+    /// [`BridgeSettings::from_config`]; `serve openai` chooses its own exposure: the tools are the
+    /// client's). `None` when the bridge is off (`bridge_enabled`) or exposes none of them.
     pub fn start(
-        tools: &[Value],
-        on_call: impl Fn(BridgeCall) + Send + 'static,
-    ) -> Result<Option<ProviderBridge>, String> {
-        ProviderBridge::start_with(tools, BridgeSettings::from_env(), on_call)
-    }
-
-    /// [`ProviderBridge::start`] under explicit `settings` (`serve openai` chooses its own
-    /// exposure: the tools are the client's).
-    pub fn start_with(
         tools: &[Value],
         settings: BridgeSettings,
         on_call: impl Fn(BridgeCall) + Send + 'static,
@@ -188,7 +180,7 @@ mod tests {
     #[test]
     fn the_routes_token_is_a_known_secret_of_the_runs_scrubber() {
         let tools = [serde_json::json!({"name": "lookup", "description": "find", "parameters": {"type": "object"}})];
-        let bridge = ProviderBridge::start_with(&tools, BridgeSettings::default(), |_| {}).unwrap().unwrap();
+        let bridge = ProviderBridge::start(&tools, BridgeSettings::default(), |_| {}).unwrap().unwrap();
         let token = bridge.token().unwrap().to_owned();
         assert!(token.len() == 32 && token.bytes().all(|b| b.is_ascii_hexdigit()), "{token}");
         assert!(bridge.server().url.ends_with(&route_path(&token)));

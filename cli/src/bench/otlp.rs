@@ -46,7 +46,10 @@ pub fn bench_spec(spec: &SinkSpec) -> Result<SinkSpec, String> {
 /// Run the corpus end to end into the sink of `spec`; the engine's stats and the sink's figures.
 pub fn e2e_otlp(input: &std::path::Path, spec: &SinkSpec) -> Result<(Stats, OtlpFigures), PipelineError> {
     let spec = bench_spec(spec).map_err(|message| PipelineError::Sink(SinkError::Other { sink: "otlp", message }))?;
-    let plan = spec.plan(&SinkContext::headless(0), None);
+    // The collector named without a URL is the one the settings name (`otlp_endpoint`, …).
+    let config = toolstream_engine::config::Config::from_process_env(None)
+        .map_err(|e| PipelineError::Sink(SinkError::Other { sink: "otlp", message: e.to_string() }))?;
+    let plan = spec.plan(&SinkContext { otel: config.otel_content(), ..SinkContext::headless(0) }, None);
     let mut pipeline = Pipeline::with_sinks(PipelineOptions::default(), vec![plan])?;
     pipeline.run_source(&Source::File(input.to_path_buf()), &mut |_| {})?;
     let stats = pipeline.finish();

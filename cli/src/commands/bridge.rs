@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio::sync::mpsc;
 use toolstream_actors::bridge::exposure::PiToolDef;
+use toolstream_engine::config::Config;
 
 use toolstream_hosts::bridge_server::{BridgeEvent, BridgeServer, BridgeServerOptions, BridgeSettings};
 
@@ -29,14 +30,11 @@ result for it is refused. Malformed stdin lines are reported on stderr with thei
 skipped. End of stdin disposes the endpoint (pending calls are rejected, later requests get 410 or
 a refused connection) and exits 0.
 
-Environment (SPEC §7): PI_CURSOR_PI_TOOL_BRIDGE=0 turns the bridge off; PI_CURSOR_EXPOSE_BUILTIN_TOOLS=1
-exposes read/bash/write/edit/grep/find/ls; PI_CURSOR_ASK_QUESTION=0 hides cursor_ask_question;
-PI_CURSOR_PI_BRIDGE_CALL_TIMEOUT_MS lowers the per-call deadline (default 3600000), whose ceiling is
-PI_CURSOR_MCP_TOOL_TIMEOUT_MS or _SECONDS (clamped to [60 s, 2^31-1 ms]);
-PI_CURSOR_MCP_CONNECT_TIMEOUT_MS or _SECONDS bounds tools/list (default 10 s, [1 s, 60 s]);
-PI_CURSOR_PI_TOOL_BRIDGE_DEBUG=1 prints diagnostics on stderr ([toolstream:bridge] lines) and
-PI_CURSOR_PI_TOOL_BRIDGE_DEBUG_FILE=PATH appends them as JSONL (allowlisted fields only: never the
-URL, port, token, path, raw MCP ids, args, results or error text).";
+Settings (SPEC §7): the bridge_* settings `toolstream config` lists, with their variables, defaults
+and rules — PI_CURSOR_PI_TOOL_BRIDGE=0 turns the bridge off; PI_CURSOR_PI_TOOL_BRIDGE_DEBUG=1 prints
+diagnostics on stderr ([toolstream:bridge] lines) and PI_CURSOR_PI_TOOL_BRIDGE_DEBUG_FILE=PATH appends
+them as JSONL (allowlisted fields only: never the URL, port, token, path, raw MCP ids, args, results
+or error text). A value the bridge cannot use is said on stderr and ignored.";
 
 #[derive(Debug, Args)]
 #[command(after_help = AFTER_HELP)]
@@ -78,10 +76,11 @@ pub fn run(args: BridgeArgs) -> anyhow::Result<i32> {
     let text = std::fs::read_to_string(&args.tools).with_context(|| format!("cannot read {}", args.tools.display()))?;
     let tools: Vec<PiToolDef> = serde_json::from_str(&text)
         .with_context(|| format!("{} is not a JSON array of pi tool definitions", args.tools.display()))?;
-    let settings = BridgeSettings::from_env();
-    for w in &settings.warnings {
+    let config = Config::from_process_env(None)?;
+    for w in &config.warnings {
         toolstream_engine::say!("toolstream bridge: {w}");
     }
+    let settings = BridgeSettings::from_config(&config);
     let opts = BridgeServerOptions { listen: args.listen, settings };
     actix::System::new().block_on(serve(opts, tools))
 }

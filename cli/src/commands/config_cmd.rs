@@ -13,7 +13,7 @@ use toolstream_engine::config::{Config, Origin};
 
 #[derive(Debug, Args)]
 pub struct ConfigArgs {
-    /// Print one JSON object `{name: {value, origin, env}}` instead of a table.
+    /// Print one JSON object `{name: {value, origin, env, flag, rule, doc}}` instead of a table.
     #[arg(long)]
     pub json: bool,
     /// Print the docs' reference tables (every setting with its default, every sink) as Markdown,
@@ -60,16 +60,17 @@ pub fn markers(name: &str) -> (String, String) {
 /// `sinks` (from the sink registry).
 pub fn docs_tables() -> String {
     let defaults = Config::defaults();
-    let mut settings =
-        String::from("| setting | environment | flag | default | what it does |\n| --- | --- | --- | --- | --- |\n");
-    for (name, value, _, env) in defaults.entries() {
+    let mut settings = String::from(
+        "| setting | environment | flag | default | rule | what it does |\n| --- | --- | --- | --- | --- | --- |\n",
+    );
+    for (name, value, _, env, rule) in defaults.entries() {
         let Some(decl) = toolstream_engine::config::all_decls().find(|d| d.name == name) else { continue };
         // The number of shards follows the machine's cores (its doc says how).
         let value = if name == "shards" { "per machine".to_owned() } else { format!("`{value}`") };
         let env = env.split(", ").map(|v| format!("`{v}`")).collect::<Vec<_>>().join(", ");
         let flag = decl.flag.map(|f| format!("`{f}`")).unwrap_or_default();
         let doc = decl.doc.split_whitespace().collect::<Vec<_>>().join(" ").replace('|', "\\|");
-        settings.push_str(&format!("| `{name}` | {env} | {flag} | {value} | {doc} |\n"));
+        settings.push_str(&format!("| `{name}` | {env} | {flag} | {value} | {rule} | {doc} |\n"));
     }
     let mut sinks = String::from("| sink | what it writes | `when_full` default |\n| --- | --- | --- |\n");
     for k in toolstream_engine::sinks::spec::KINDS {
@@ -85,7 +86,7 @@ pub fn docs_tables() -> String {
         .join("\n")
 }
 
-/// `config file: …` then an aligned `NAME  VALUE  FROM  ENV` table. Values and where they came
+/// `config file: …` then an aligned `NAME  VALUE  FROM  ENV  RULE` table. Values and where they came
 /// from (file names, environment values) are shown as display lines (SPEC §8).
 fn table(config: &Config) -> String {
     let shown = |s: &str| display_line(s, DISPLAY_LINE_CHARS);
@@ -103,22 +104,23 @@ fn table(config: &Config) -> String {
         .entries()
         .into_iter()
         .filter(|(name, ..)| *name != "config_file")
-        .map(|(name, value, from, env)| (name, shown(&value), shown(&from), env))
+        .map(|(name, value, from, env, rule)| (name, shown(&value), shown(&from), env, rule))
         .collect();
-    let width = |f: fn(&(&'static str, String, String, String)) -> usize, header: &str| {
+    let width = |f: fn(&(&'static str, String, String, String, String)) -> usize, header: &str| {
         rows.iter().map(f).chain([header.chars().count()]).max().unwrap_or(0)
     };
     let w_name = width(|r| r.0.chars().count(), "NAME");
     let w_value = width(|r| r.1.chars().count(), "VALUE");
     let w_from = width(|r| r.2.chars().count(), "FROM");
-    let mut line = |name: &str, value: &str, from: &str, env: &str| {
-        let text = format!("{name:<w_name$}  {value:<w_value$}  {from:<w_from$}  {env}");
+    let w_env = width(|r| r.3.chars().count(), "ENV");
+    let mut line = |name: &str, value: &str, from: &str, env: &str, rule: &str| {
+        let text = format!("{name:<w_name$}  {value:<w_value$}  {from:<w_from$}  {env:<w_env$}  {rule}");
         out.push_str(text.trim_end());
         out.push('\n');
     };
-    line("NAME", "VALUE", "FROM", "ENV");
-    for (name, value, from, env) in &rows {
-        line(name, value, from, env);
+    line("NAME", "VALUE", "FROM", "ENV", "RULE");
+    for (name, value, from, env, rule) in &rows {
+        line(name, value, from, env, rule);
     }
     out
 }
@@ -141,7 +143,8 @@ mod tests {
         let col = lines[0].find("VALUE").unwrap();
         let shards = lines.iter().find(|l| l.starts_with("shards ")).unwrap();
         assert_eq!(shards.find('3'), Some(col));
-        assert!(shards.contains("flag --shards") && shards.ends_with("TOOLSTREAM_SHARDS"));
+        assert!(shards.contains("flag --shards  TOOLSTREAM_SHARDS  "), "{shards}");
+        assert!(shards.ends_with(" ≥ 1, at most 64 (more is clamped)"), "{shards}");
         assert!(lines.iter().any(|l| l.starts_with("api_key ") && l.contains("(set)")));
     }
 }

@@ -21,12 +21,13 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 use toolstream_actors::compact::classify::{normalize_command, shell_quote};
+use toolstream_engine::config::{Config, CURSOR_SHELL_ENV};
 use toolstream_schemas::cursor_hooks::HookEvent;
 use toolstream_schemas::display::{display_line, DISPLAY_LINE_CHARS};
 use toolstream_sinks::otel::config::{OtelConfig, Protocol};
 use toolstream_sinks::pi_session::dir::SessionsRoot;
 
-use super::hook::{is_executable, launcher, ShellEnv, CURSOR_SHELL_ENV};
+use super::hook::{is_executable, launcher, ShellEnv};
 use super::hooks_json;
 use toolstream_engine::cursor_hooks::deliver::takes;
 use toolstream_engine::cursor_hooks::{save_sinks, spool, HookPaths};
@@ -413,7 +414,11 @@ fn diagnose(path: &Path) -> (Vec<String>, Vec<String>) {
     if let Err(e) = probe(&argv, compacts, !sinks.is_empty()) {
         problems.push(format!("the hook does not answer correctly: {e:#}"));
     }
-    if compacts && ShellEnv::from_process().host_shell(None).is_none() {
+    let config = Config::from_process_env(None).unwrap_or_else(|e| {
+        problems.push(format!("the settings: {e} (the hook leaves it out)"));
+        Config::defaults()
+    });
+    if compacts && ShellEnv::new(&config).host_shell(None).is_none() {
         problems.push(format!("no usable host shell ({CURSOR_SHELL_ENV}, SHELL, sh): commands would pass unwrapped"));
     }
     if sinks.is_empty() {
@@ -424,7 +429,7 @@ fn diagnose(path: &Path) -> (Vec<String>, Vec<String>) {
         Err(e) => problems.push(format!("the spool: {e}")),
     }
     for s in &sinks {
-        match s.parse::<SinkSpec>().map_err(anyhow::Error::msg).and_then(|spec| check_sink(&spec)) {
+        match s.parse::<SinkSpec>().map_err(anyhow::Error::msg).and_then(|spec| check_sink(&spec, &config)) {
             Ok(note) => notes.push(format!("sink {s}: {note}")),
             Err(e) => problems.push(format!("sink {s}: {e:#}")),
         }
@@ -451,13 +456,13 @@ fn check_spool() -> anyhow::Result<String> {
 }
 
 /// A sink can be reached: a collector that answers, a sessions folder that takes a file.
-fn check_sink(spec: &SinkSpec) -> anyhow::Result<String> {
+fn check_sink(spec: &SinkSpec, config: &Config) -> anyhow::Result<String> {
     takes(spec).map_err(anyhow::Error::msg)?;
     match spec.kind {
         SinkKind::Otlp | SinkKind::OtlpGrpc => {
             let protocol = (spec.kind == SinkKind::OtlpGrpc).then_some(Protocol::Grpc);
             let endpoint = spec.path.as_ref().map(|p| p.display().to_string());
-            let cfg = OtelConfig::from_env(endpoint.as_deref(), protocol, &|k| std::env::var(k).ok())?;
+            let cfg = OtelConfig::new(endpoint.as_deref(), protocol, &config.otel_content().env)?;
             check_collector(&cfg)
         }
         SinkKind::PiSessions => {

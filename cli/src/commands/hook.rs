@@ -13,12 +13,11 @@ use serde_json::{json, Value};
 use toolstream_actors::compact::classify::{shell_quote, SHELLS};
 use toolstream_schemas::cursor_hooks::{HookEvent, NEUTRAL_ANSWER};
 
+use toolstream_engine::config::Config;
 use toolstream_engine::cursor_hooks::{spool, HookPaths};
 
 /// Tool names Cursor gives its shell tool.
 const SHELL_TOOLS: &[&str] = &["Shell", "shell", "run_terminal_cmd"];
-/// The environment variable naming the host shell (before `SHELL`).
-pub const CURSOR_SHELL_ENV: &str = "TOOLSTREAM_CURSOR_SHELL";
 /// Programs whose `wrap` subcommand already compacts: a command run through one is left alone.
 const WRAPPERS: &[&str] = &["toolstream", "tokenjuice"];
 const WINDOWS_USER_MESSAGE: &str =
@@ -36,7 +35,7 @@ pub enum HookHost {
     /// Answer a Cursor hook: read its JSON on stdin, print the answer on stdout at once.
     ///
     /// A shell command's `preToolUse` becomes `toolstream wrap -- <host shell> -lc '<cmd>'` (host
-    /// shell: `tool_input.shell`, $TOOLSTREAM_CURSOR_SHELL, $SHELL, then `sh`; none usable:
+    /// shell: `tool_input.shell`, the setting `cursor_shell`, $SHELL, then `sh`; none usable:
     /// unchanged; `--no-compact`: never); other tools, already wrapped commands and unreadable
     /// input are allowed unchanged. On native Windows shell commands are denied with a message to
     /// use WSL. With `--sink`, every event is also spooled and each closed turn delivered to the
@@ -78,15 +77,16 @@ pub struct ShellEnv {
 }
 
 impl ShellEnv {
-    pub fn from_process() -> ShellEnv {
+    /// The setting `cursor_shell` of `config`, and the process's `SHELL` and `PATH`.
+    pub fn new(config: &Config) -> ShellEnv {
         ShellEnv {
-            cursor_shell: std::env::var(CURSOR_SHELL_ENV).ok(),
+            cursor_shell: Some(config.cursor_shell.value.clone()).filter(|s| !s.is_empty()),
             shell: std::env::var("SHELL").ok(),
             path: std::env::var_os("PATH"),
         }
     }
 
-    /// The host shell: the hook's `tool_input.shell`, $TOOLSTREAM_CURSOR_SHELL, $SHELL, then `sh`;
+    /// The host shell: the hook's `tool_input.shell`, the setting `cursor_shell`, $SHELL, then `sh`;
     /// the first that is a known shell and can be found (a path to an executable, or a name on
     /// PATH). `None`: nothing usable.
     pub fn host_shell(&self, from_hook: Option<&str>) -> Option<String> {
@@ -227,7 +227,7 @@ fn cursor_hook(args: &CursorHookArgs, answered: &mut bool) {
     };
     let answer = match &input {
         Ok(v) if args.compacts() && (!observing || is_shell_pre_tool_use(v)) => {
-            answer(v, &launcher(args.wrap_launcher.clone()), &ShellEnv::from_process(), cfg!(windows)).to_string()
+            answer(v, &launcher(args.wrap_launcher.clone()), &ShellEnv::new(&hook_config()), cfg!(windows)).to_string()
         }
         _ => neutral(observing),
     };
@@ -245,6 +245,16 @@ fn cursor_hook(args: &CursorHookArgs, answered: &mut bool) {
         Ok(v) if args.dry_run => drop(v),
         Ok(mut v) => observe(&paths, args, &mut v),
     }
+}
+
+/// The settings the hook answers with. Settings it cannot use never fail the agent's call: they
+/// are left out, and logged (`toolstream doctor cursor` reports them).
+fn hook_config() -> Config {
+    let config = Config::load_forgiving(&|var| std::env::var(var).ok());
+    for w in &config.warnings {
+        tracing::warn!("{w}");
+    }
+    config
 }
 
 /// Whether an input is Cursor's `preToolUse` (or an input without an event name, as older hook

@@ -10,10 +10,9 @@ use clap::{Args, Subcommand};
 use serde::Serialize;
 use toolstream_schemas::display::{display_line, DISPLAY_LINE_CHARS};
 
-use super::{ByteSize, FormatArg, InputArgs};
+use super::{FormatArg, InputArgs};
 use toolstream_engine::cursor_hooks::deliver::{deliver, due, read_spools, DeliverSettings, TurnState};
 use toolstream_engine::cursor_hooks::{configured_sinks, spool, HookPaths};
-use toolstream_engine::decode::framing::DEFAULT_MAX_LINE_BYTES;
 use toolstream_engine::sinks::SinkSpec;
 
 /// Delivery passes one `deliver` runs at most (more requests come in while it works).
@@ -300,7 +299,7 @@ impl InputArgs {
             shards: Some("1".into()),
             format: FormatArg::CursorHooks,
             strict: false,
-            max_line_bytes: ByteSize(DEFAULT_MAX_LINE_BYTES as u64),
+            max_line_bytes: None,
         }
     }
 }

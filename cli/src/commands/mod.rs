@@ -19,14 +19,13 @@ mod stats;
 mod wrap;
 
 use std::path::PathBuf;
-use std::str::FromStr;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use toolstream_actors::present::scrub::Scrubber;
 use toolstream_actors::shard::ShardConfig;
-use toolstream_engine::decode::framing::DEFAULT_MAX_LINE_BYTES;
 
+pub use toolstream_engine::config::ByteSize;
 use toolstream_engine::config::Config;
 use toolstream_engine::decode::Format;
 use toolstream_engine::pipeline::PipelineOptions;
@@ -121,9 +120,9 @@ pub struct InputArgs {
     #[arg(long)]
     pub strict: bool,
     /// Longest line accepted, in bytes (suffixes K, M, G; e.g. 16M); longer lines are skipped and
-    /// reported.
-    #[arg(long, value_name = "SIZE", default_value_t = ByteSize(DEFAULT_MAX_LINE_BYTES as u64))]
-    pub max_line_bytes: ByteSize,
+    /// reported. Default: the `max_line_bytes` setting (`toolstream config` shows it).
+    #[arg(long, value_name = "SIZE")]
+    pub max_line_bytes: Option<String>,
 }
 
 impl InputArgs {
@@ -133,6 +132,9 @@ impl InputArgs {
         let mut cfg = Config::from_process_env(self.config.as_deref())?;
         if let Some(n) = &self.shards {
             cfg.set_flag("shards", "--shards", n)?;
+        }
+        if let Some(n) = &self.max_line_bytes {
+            cfg.set_flag("max_line_bytes", "--max-line-bytes", n)?;
         }
         for w in &cfg.warnings {
             toolstream_engine::say!("toolstream: {w}");
@@ -145,7 +147,7 @@ impl InputArgs {
         Ok(PipelineOptions {
             strict: self.strict,
             format: self.format.format(),
-            max_line_bytes: usize::try_from(self.max_line_bytes.0).unwrap_or(usize::MAX),
+            max_line_bytes: usize::try_from(cfg.max_line_bytes.value.0).unwrap_or(usize::MAX),
             shards: cfg.shards.value.max(1),
             shard: ShardConfig {
                 scrubber: Scrubber::new(cfg.api_key.value.expose().map(str::to_owned)),
@@ -247,41 +249,6 @@ pub enum ColorArg {
     Never,
 }
 
-/// A byte count with an optional K/M/G suffix (powers of 1024).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct ByteSize(pub u64);
-
-impl FromStr for ByteSize {
-    type Err = String;
-
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        let t = s.trim();
-        let upper = t.to_ascii_uppercase();
-        let digits = upper.trim_end_matches("IB").trim_end_matches('B');
-        let (num, mult) = match digits.chars().last() {
-            Some('K') => (&digits[..digits.len() - 1], 1u64 << 10),
-            Some('M') => (&digits[..digits.len() - 1], 1 << 20),
-            Some('G') => (&digits[..digits.len() - 1], 1 << 30),
-            _ => (digits, 1),
-        };
-        let n: u64 = num.trim().parse().map_err(|_| format!("`{s}` is not a size like 512K, 16M or 1G"))?;
-        n.checked_mul(mult).filter(|v| *v > 0).map(ByteSize).ok_or_else(|| format!("`{s}` is out of range"))
-    }
-}
-
-impl std::fmt::Display for ByteSize {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let n = self.0;
-        if n.is_multiple_of(1 << 20) {
-            write!(f, "{}M", n >> 20)
-        } else if n.is_multiple_of(1 << 10) {
-            write!(f, "{}K", n >> 10)
-        } else {
-            write!(f, "{n}")
-        }
-    }
-}
-
 /// The model table: the built-in one (`schemas/models.json`), with the `models_file` setting's
 /// entries over it.
 pub fn model_table(cfg: &Config) -> anyhow::Result<toolstream_schemas::models::ModelTable> {
@@ -320,17 +287,6 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn byte_sizes() {
-        assert_eq!("16M".parse::<ByteSize>(), Ok(ByteSize(16 << 20)));
-        assert_eq!("512k".parse::<ByteSize>(), Ok(ByteSize(512 << 10)));
-        assert_eq!("1GiB".parse::<ByteSize>(), Ok(ByteSize(1 << 30)));
-        assert_eq!("100".parse::<ByteSize>(), Ok(ByteSize(100)));
-        assert!("x".parse::<ByteSize>().is_err());
-        assert!("0".parse::<ByteSize>().is_err());
-        assert_eq!(ByteSize(16 << 20).to_string(), "16M");
-    }
 
     #[test]
     fn cli_is_well_formed() {

@@ -9,6 +9,7 @@ use clap::{Args, Subcommand};
 
 use super::InputArgs;
 use toolstream_engine::config::user_config_dir;
+use toolstream_hosts::bridge_server::BridgeSettings;
 use toolstream_hosts::conversation::Budget;
 use toolstream_hosts::cursor_agent::agent_bin;
 use toolstream_hosts::local_http::AllowedOrigins;
@@ -68,25 +69,28 @@ pub struct OpenaiArgs {
     /// The workspace cursor-agent runs in (default: the current directory).
     #[arg(long, value_name = "DIR")]
     pub workspace: Option<PathBuf>,
-    /// Runs at once; more requests are refused with 429 until one ends.
-    #[arg(long, value_name = "N", default_value_t = 4)]
-    pub max_runs: usize,
-    /// Deadline of one request, in seconds, from its arrival to its last byte.
-    #[arg(long, value_name = "SECONDS", default_value_t = 600)]
-    pub request_timeout: u64,
+    /// Runs at once; more requests are refused with 429 until one ends (default: the setting
+    /// `openai_max_runs`, see `toolstream config`).
+    #[arg(long, value_name = "N")]
+    pub max_runs: Option<String>,
+    /// Deadline of one request, in seconds, from its arrival to its last byte (default: the
+    /// setting `openai_request_timeout_seconds`).
+    #[arg(long, value_name = "SECONDS")]
+    pub request_timeout: Option<String>,
     /// How long a run that called one of the client's tools waits for the result (the client's
     /// next request with the `role:"tool"` message), in seconds; then it is stopped, and a later
-    /// result starts a fresh run with the whole conversation.
-    #[arg(long, value_name = "SECONDS", default_value_t = 600)]
-    pub tool_result_timeout: u64,
+    /// result starts a fresh run with the whole conversation (default: the setting
+    /// `openai_tool_result_timeout_seconds`).
+    #[arg(long, value_name = "SECONDS")]
+    pub tool_result_timeout: Option<String>,
     /// Do not expose client tools named like pi's built-ins (read, bash, write, edit, grep, find,
     /// ls) to Cursor, which has its own (the rule pi's bridge follows). By default every client
     /// tool is exposed: an OpenAI client's tools are its own.
     #[arg(long)]
     pub hide_builtin_tool_names: bool,
-    /// Largest request body, in bytes (suffixes K, M, G).
-    #[arg(long, value_name = "SIZE", default_value_t = super::ByteSize(8 << 20))]
-    pub max_body: super::ByteSize,
+    /// Largest request body, in bytes (suffixes K, M, G; default: the setting `openai_max_body`).
+    #[arg(long, value_name = "SIZE")]
+    pub max_body: Option<String>,
     #[command(flatten)]
     pub input: InputArgs,
 }
@@ -98,7 +102,21 @@ pub fn run(args: ServeArgs) -> anyhow::Result<i32> {
 }
 
 fn openai(args: OpenaiArgs) -> anyhow::Result<i32> {
-    let config = args.input.config()?;
+    let mut config = args.input.config()?;
+    for (name, flag, value) in [
+        ("openai_max_runs", "--max-runs", &args.max_runs),
+        ("openai_request_timeout_seconds", "--request-timeout", &args.request_timeout),
+        ("openai_tool_result_timeout_seconds", "--tool-result-timeout", &args.tool_result_timeout),
+        ("openai_max_body", "--max-body", &args.max_body),
+    ] {
+        if let Some(v) = value {
+            let said = config.warnings.len();
+            config.set_flag(name, flag, v)?;
+            for w in &config.warnings[said..] {
+                toolstream_engine::say!("toolstream: {w}");
+            }
+        }
+    }
     let mut pipeline = args.input.pipeline_options(&config)?;
     let env = |var: &str| std::env::var(var).ok().filter(|v| !v.trim().is_empty());
     let allowed_origins = if args.allow_origin.is_empty() {
@@ -143,6 +161,7 @@ fn openai(args: OpenaiArgs) -> anyhow::Result<i32> {
             workspace: args.workspace.clone(),
             budget: Budget::default(),
             hide_builtin_names: args.hide_builtin_tool_names,
+            bridge: BridgeSettings::from_config(&config),
         })),
     };
     serve(ServerOptions {
@@ -150,10 +169,10 @@ fn openai(args: OpenaiArgs) -> anyhow::Result<i32> {
         api_key: key.key().map(str::to_owned),
         allowed_origins,
         mode,
-        max_runs: args.max_runs,
-        request_timeout: Duration::from_secs(args.request_timeout.max(1)),
-        body_limit: usize::try_from(args.max_body.0).unwrap_or(usize::MAX),
-        tool_result_timeout: Duration::from_secs(args.tool_result_timeout.max(1)),
+        max_runs: config.openai_max_runs.value,
+        request_timeout: Duration::from_secs(config.openai_request_timeout_seconds.value),
+        body_limit: usize::try_from(config.openai_max_body.value.0).unwrap_or(usize::MAX),
+        tool_result_timeout: Duration::from_secs(config.openai_tool_result_timeout_seconds.value),
     })?;
     Ok(0)
 }

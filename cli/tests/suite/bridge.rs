@@ -403,7 +403,7 @@ fn a_thousand_concurrent_calls_across_fifty_runs_each_resolve_once_with_their_ow
     const CALLS: usize = 20;
     let defs: Vec<PiToolDef> = serde_json::from_str(&std::fs::read_to_string(tools_file()).unwrap()).unwrap();
     actix::System::new().block_on(async move {
-        let opts = BridgeServerOptions { settings: BridgeSettings::from_lookup(|_| None), ..Default::default() };
+        let opts = BridgeServerOptions { settings: BridgeSettings::default(), ..Default::default() };
         let (server, mut events) = BridgeServer::start(opts).await.unwrap();
         let server = Rc::new(server);
         let mut routes = Vec::new();
@@ -592,8 +592,8 @@ fn alive(addr: SocketAddr, path: &str, sessions: &[String]) -> Vec<bool> {
 #[test]
 fn sessions_stay_at_their_caps_and_busy_ones_are_kept() {
     actix::System::new().block_on(async move {
-        let mut settings = BridgeSettings::from_lookup(|_| None);
-        settings.sessions = SessionLimits { per_route: 4, total: 6 };
+        let settings =
+            BridgeSettings { sessions: SessionLimits { per_route: 4, total: 6 }, ..BridgeSettings::default() };
         let (server, _events) =
             BridgeServer::start(BridgeServerOptions { settings, ..Default::default() }).await.unwrap();
         let a = server.add_run(&tool_defs()).await.unwrap().unwrap();
@@ -672,7 +672,7 @@ async fn off_thread<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -
 fn a_flood_of_sessions_stays_at_the_default_cap_and_a_live_client_goes_on() {
     const FLOOD: usize = 1000;
     actix::System::new().block_on(async move {
-        let settings = BridgeSettings::from_lookup(|_| None);
+        let settings = BridgeSettings::default();
         let cap = settings.sessions.per_route;
         let (server, mut events) =
             BridgeServer::start(BridgeServerOptions { settings, ..Default::default() }).await.unwrap();

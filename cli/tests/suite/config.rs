@@ -75,10 +75,14 @@ fn defaults_without_file_or_env() {
     assert_eq!(j["trace_limit_bytes"]["value"], 2_097_152);
     assert_eq!(j["api_key"]["value"], "(unset)");
     assert_eq!(j["jsonl_when_full"]["value"], "block");
-    // Settings of features this build does not have are not listed as if they worked.
-    for absent in ["bridge_enabled", "bridge_call_timeout_ms", "otlp_endpoint", "native_tool_display"] {
-        assert!(j.get(absent).is_none(), "{absent}");
-    }
+    assert_eq!(j["bridge_call_timeout_ms"]["value"], 3_600_000);
+    assert_eq!(
+        j["bridge_call_timeout_ms"]["rule"],
+        "≥ 1; may only lower bridge_tool_timeout_ms (default: its value); a bad value is a warning and is ignored"
+    );
+    assert_eq!(j["otlp_headers"]["value"], "(unset)");
+    // What only the pi extension reads is not listed as if toolstream did.
+    assert!(j.get("native_tool_display").is_none());
 }
 
 #[test]
@@ -177,13 +181,31 @@ fn errors_name_the_variable_or_key_and_exit_2() {
 /// Run `toolstream <args>` in `dir/cwd` with only `vars` (plus HOME and XDG_CONFIG_HOME inside
 /// `dir`) in the environment.
 fn toolstream_in(dir: &Path, args: &[&str], vars: &[(&str, &str)]) -> Out {
+    toolstream_fed(dir, args, vars, None)
+}
+
+/// [`toolstream_in`] with `stdin` on its standard input (else none).
+fn toolstream_fed(dir: &Path, args: &[&str], vars: &[(&str, &str)], stdin: Option<&str>) -> Out {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_toolstream"));
     cmd.args(args).current_dir(dir.join("cwd")).env_clear();
     cmd.env("HOME", dir.join("home")).env("XDG_CONFIG_HOME", dir.join("xdg"));
     for (k, v) in vars {
         cmd.env(k, v);
     }
-    let out = cmd.output().unwrap();
+    let out = match stdin {
+        None => cmd.output().unwrap(),
+        Some(text) => {
+            use std::io::Write;
+            let mut child = cmd
+                .stdin(std::process::Stdio::piped())
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap();
+            child.stdin.take().unwrap().write_all(text.as_bytes()).unwrap();
+            child.wait_with_output().unwrap()
+        }
+    };
     Out {
         stdout: String::from_utf8(out.stdout).unwrap(),
         stderr: String::from_utf8(out.stderr).unwrap(),
@@ -204,6 +226,10 @@ struct Observer {
     /// The exit status both runs must have: 0, or 1 where the observer's sink cannot deliver (no
     /// collector listens: spans are lost, and a loss is exit 1).
     code: i32,
+    /// What both runs read on stdin (none: a closed stdin).
+    stdin: Option<&'static str>,
+    /// Arguments the run with the setting changed adds (a setting only a flag sets).
+    set_args: Vec<&'static str>,
 }
 
 enum Look {
@@ -227,7 +253,30 @@ fn observer(name: &str, dir: &Path) -> Option<Observer> {
         look,
         check,
         code: 0,
+        stdin: None,
+        set_args: Vec::new(),
     };
+    // `serve openai` with a flag, logging its limits before it fails to bind (exit 2).
+    let serve_flag = |flag: &'static str, value: &'static str, check: fn(&str) -> bool| {
+        let mut ob = o(serve_unbound(), vec![], debug(), Look::Stderr, check);
+        ob.set_args = vec![flag, value];
+        ob.code = 2;
+        ob
+    };
+    // `toolstream bridge` on a tools file of one tool named `tool` (stdin closed: it lists its
+    // endpoint, or says why not, then ends).
+    let bridge = |tool: &str| {
+        let file = dir.join(format!("tools-{tool}.json"));
+        let def = serde_json::json!([{"name": tool, "description": "d", "parameters": {"type": "object"}}]);
+        std::fs::write(&file, def.to_string()).unwrap();
+        vec!["bridge".to_owned(), "--tools".into(), file.display().to_string()]
+    };
+    // An OTLP sink named without a URL (the collector the settings name); none listens on port 9.
+    let otlp = || ["replay", "--sink", "otlp", &demo].map(String::from).to_vec();
+    let discard = || vec![("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:9".to_owned())];
+    let debug_discard = || [debug(), discard()].concat();
+    // Both runs lose their spans (exit 1): no collector listens.
+    let lossy = |vars, common, check| Observer { code: 1, ..o(otlp(), vars, common, Look::Stderr, check) };
     Some(match name {
         "config_file" => {
             let other = dir.join("other.toml");
@@ -239,6 +288,11 @@ fn observer(name: &str, dir: &Path) -> Option<Observer> {
         }
         "shards" => {
             o(cards(&demo), vec![("TOOLSTREAM_SHARDS", "13")], debug(), Look::Stderr, |e| e.contains("shards=13"))
+        }
+        "max_line_bytes" => {
+            let mut ob = o(cards(&demo), vec![], debug(), Look::Stderr, |e| e.contains("max_line_bytes=1048576"));
+            ob.set_args = vec!["--max-line-bytes", "1M"];
+            ob
         }
         "lifecycle_defer_ms" => {
             o(cards(&demo), vec![("TOOLSTREAM_LIFECYCLE_DEFER_MS", "100000")], vec![], Look::Stdout, |out| {
@@ -379,6 +433,73 @@ fn observer(name: &str, dir: &Path) -> Option<Observer> {
             ob.code = 1;
             ob
         }
+        "openai_max_runs" => serve_flag("--max-runs", "7", |e| e.contains("max_runs=7 ")),
+        "openai_request_timeout_seconds" => {
+            serve_flag("--request-timeout", "5", |e| e.contains("request_timeout_s=5 "))
+        }
+        "openai_tool_result_timeout_seconds" => {
+            serve_flag("--tool-result-timeout", "5", |e| e.contains("tool_result_timeout_s=5 "))
+        }
+        "openai_max_body" => serve_flag("--max-body", "1K", |e| e.contains("body_limit=1024")),
+        // No collector listens at the default (localhost:4318) either.
+        "otlp_endpoint" => lossy(vec![("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:9")], debug(), |e| {
+            e.contains("endpoint=http://127.0.0.1:9")
+        }),
+        "otlp_protocol" => lossy(vec![("OTEL_EXPORTER_OTLP_PROTOCOL", "http/json")], discard(), |e| {
+            e.contains("OTEL_EXPORTER_OTLP_PROTOCOL `http/json` is not supported")
+        }),
+        "otlp_headers" => lossy(vec![("OTEL_EXPORTER_OTLP_HEADERS", "novalue")], discard(), |e| {
+            e.contains("`novalue` is not `key=value`")
+        }),
+        "otel_service_name" => {
+            lossy(vec![("OTEL_SERVICE_NAME", "svc-x")], debug_discard(), |e| e.contains("service=svc-x"))
+        }
+        "otel_resource_attributes" => {
+            let var = ("OTEL_RESOURCE_ATTRIBUTES", "a=b,service.name=from-attrs");
+            lossy(vec![var], debug_discard(), |e| e.contains("service=from-attrs"))
+        }
+        // No PATH, no SHELL: the hook finds no shell of its own, and leaves the command alone.
+        "cursor_shell" => {
+            let args = ["hook", "cursor"].map(String::from).to_vec();
+            let mut ob = o(args, vec![("TOOLSTREAM_CURSOR_SHELL", "/bin/sh")], vec![], Look::Stdout, |out| {
+                out.contains(" wrap -- /bin/sh -lc ls")
+            });
+            ob.stdin = Some(r#"{"hook_event_name":"preToolUse","tool_name":"Shell","tool_input":{"command":"ls"}}"#);
+            ob
+        }
+        "bridge_enabled" => o(bridge("echo"), vec![("PI_CURSOR_PI_TOOL_BRIDGE", "0")], vec![], Look::Stdout, |out| {
+            out.contains(r#""reason":"bridge_disabled""#)
+        }),
+        "bridge_expose_builtins" => {
+            o(bridge("read"), vec![("PI_CURSOR_EXPOSE_BUILTIN_TOOLS", "1")], vec![], Look::Stdout, |out| {
+                out.contains(r#""type":"listening""#)
+            })
+        }
+        "bridge_ask_question" => {
+            o(bridge("cursor_ask_question"), vec![("PI_CURSOR_ASK_QUESTION", "0")], vec![], Look::Stdout, |out| {
+                out.contains(r#""reason":"no_tools_exposed""#)
+            })
+        }
+        "bridge_call_timeout_ms" => {
+            let var = ("PI_CURSOR_PI_BRIDGE_CALL_TIMEOUT_MS", "500");
+            o(bridge("echo"), vec![var], debug(), Look::Stderr, |e| e.contains("call_timeout_ms=500 "))
+        }
+        // The ceiling lowers the deadline it bounds (in seconds here).
+        "bridge_tool_timeout_ms" => {
+            let var = ("PI_CURSOR_MCP_TOOL_TIMEOUT_SECONDS", "90");
+            o(bridge("echo"), vec![var], debug(), Look::Stderr, |e| e.contains("call_timeout_ms=90000 "))
+        }
+        "bridge_connect_timeout_ms" => {
+            let var = ("PI_CURSOR_MCP_CONNECT_TIMEOUT_SECONDS", "2");
+            o(bridge("echo"), vec![var], debug(), Look::Stderr, |e| e.contains("connect_timeout_ms=2000"))
+        }
+        "bridge_debug" => o(bridge("echo"), vec![("PI_CURSOR_PI_TOOL_BRIDGE_DEBUG", "1")], vec![], Look::Stderr, |e| {
+            e.contains(r#"[toolstream:bridge] {"event":"run_created""#)
+        }),
+        "bridge_debug_file" => {
+            let var = ("PI_CURSOR_PI_TOOL_BRIDGE_DEBUG_FILE", "diag.jsonl");
+            o(bridge("echo"), vec![var], vec![], Look::File("diag.jsonl"), |t| t.contains(r#""event":"run_created""#))
+        }
         // A turn a minute old: open by default, idle past a one-second timeout.
         "hook_turn_idle_ms" => {
             let state = hook_state(dir, name, 60_000, 0);
@@ -439,11 +560,11 @@ fn every_listed_setting_changes_behaviour_or_output() {
     assert!(names.len() >= 13, "{names:?}");
     for name in &names {
         let Some(ob) = observer(name, &dir) else { panic!("no observer for listed setting `{name}`: add one") };
-        let look = |vars: &[(&str, String)]| {
+        let look = |vars: &[(&str, String)], set_args: &[&str]| {
             let run_dir = temp_dir(&format!("effect-{name}"));
             let all: Vec<(&str, &str)> = ob.common.iter().chain(vars).map(|(k, v)| (*k, v.as_str())).collect();
-            let args: Vec<&str> = ob.args.iter().map(String::as_str).collect();
-            let out = toolstream_in(&run_dir, &args, &all);
+            let args: Vec<&str> = ob.args.iter().map(String::as_str).chain(set_args.iter().copied()).collect();
+            let out = toolstream_fed(&run_dir, &args, &all, ob.stdin);
             assert!(out.code == ob.code, "{name}: exit {} {}", out.code, out.stderr);
             match ob.look {
                 Look::Stdout => out.stdout,
@@ -451,7 +572,7 @@ fn every_listed_setting_changes_behaviour_or_output() {
                 Look::File(f) => std::fs::read_to_string(run_dir.join("cwd").join(f)).unwrap_or_default(),
             }
         };
-        let (default, set) = (look(&[]), look(&ob.vars));
+        let (default, set) = (look(&[], &[]), look(&ob.vars, &ob.set_args));
         assert_ne!(default, set, "setting `{name}` changed nothing");
         assert!((ob.check)(&set), "setting `{name}`: not the expected change:\n{set}");
         assert!(!(ob.check)(&default) || matches!(ob.look, Look::File(_)), "`{name}`: the default already shows it");
@@ -519,28 +640,6 @@ fn markdown_files(root: &Path) -> Vec<(PathBuf, String)> {
 /// own (where pi keeps its sessions, honoured as pi honours them).
 const NOT_SETTINGS: &[&str] = &["PI_CODING_AGENT_DIR", "PI_CODING_AGENT_SESSION_DIR"];
 
-/// Variables the code reads that the settings table does not declare yet (issue 22, item 2, not
-/// finished): each still has its own reader. Moving one into the table means removing it here;
-/// the test fails for a variable that is in both, and for a new read that is in neither.
-const NOT_YET_IN_THE_TABLE: &[&str] = &[
-    "TOOLSTREAM_CURSOR_SHELL",
-    "OTEL_EXPORTER_OTLP_ENDPOINT",
-    "OTEL_EXPORTER_OTLP_PROTOCOL",
-    "OTEL_EXPORTER_OTLP_HEADERS",
-    "OTEL_SERVICE_NAME",
-    "OTEL_RESOURCE_ATTRIBUTES",
-    "PI_CURSOR_PI_TOOL_BRIDGE",
-    "PI_CURSOR_EXPOSE_BUILTIN_TOOLS",
-    "PI_CURSOR_ASK_QUESTION",
-    "PI_CURSOR_PI_BRIDGE_CALL_TIMEOUT_MS",
-    "PI_CURSOR_MCP_TOOL_TIMEOUT_MS",
-    "PI_CURSOR_MCP_TOOL_TIMEOUT_SECONDS",
-    "PI_CURSOR_MCP_CONNECT_TIMEOUT_MS",
-    "PI_CURSOR_MCP_CONNECT_TIMEOUT_SECONDS",
-    "PI_CURSOR_PI_TOOL_BRIDGE_DEBUG",
-    "PI_CURSOR_PI_TOOL_BRIDGE_DEBUG_FILE",
-];
-
 /// The names a setting's variable may have.
 const SETTING_VARIABLE: &[&str] = &["TOOLSTREAM_", "OTEL_", "PI_", "CURSOR_"];
 
@@ -594,15 +693,9 @@ fn every_variable_the_code_reads_is_a_listed_setting() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     let read = variables_in_sources(&root);
     assert!(read.contains("TOOLSTREAM_SHARDS") && read.contains("CURSOR_API_KEY"), "the scan finds reads: {read:?}");
-    let unlisted: Vec<&String> = read
-        .iter()
-        .filter(|v| {
-            !declared.contains(*v) && !NOT_SETTINGS.contains(&v.as_str()) && !NOT_YET_IN_THE_TABLE.contains(&v.as_str())
-        })
-        .collect();
+    let unlisted: Vec<&String> =
+        read.iter().filter(|v| !declared.contains(*v) && !NOT_SETTINGS.contains(&v.as_str())).collect();
     assert!(unlisted.is_empty(), "read by the code but not a setting of `toolstream config`: {unlisted:?}");
-    let both: Vec<&&str> = NOT_YET_IN_THE_TABLE.iter().filter(|v| declared.contains(**v)).collect();
-    assert!(both.is_empty(), "in the table now, remove from NOT_YET_IN_THE_TABLE: {both:?}");
-    let gone: Vec<&&str> = NOT_YET_IN_THE_TABLE.iter().chain(NOT_SETTINGS).filter(|v| !read.contains(**v)).collect();
+    let gone: Vec<&&str> = NOT_SETTINGS.iter().filter(|v| !read.contains(**v)).collect();
     assert!(gone.is_empty(), "no longer read by the code: {gone:?}");
 }

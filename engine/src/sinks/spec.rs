@@ -13,7 +13,7 @@ use toolstream_sinks::cards::{CardsOptions, CardsSink};
 use toolstream_sinks::cursor_db::{CursorDbOptions, CursorDbSink};
 use toolstream_sinks::jsonl_trace::JsonlTraceSink;
 use toolstream_sinks::openai::OpenAiSseSink;
-use toolstream_sinks::otel::config::{ContentCapture, OtelConfig, Protocol, TextScrub};
+use toolstream_sinks::otel::config::{ContentCapture, OtelConfig, OtelEnv, Protocol, TextScrub};
 use toolstream_sinks::otel::OtelSink;
 use toolstream_sinks::pi_session::dir::{PiSessionsOptions, PiSessionsSink, SessionsRoot};
 use toolstream_sinks::pi_session::PiSessionSink;
@@ -279,21 +279,24 @@ pub struct SinkContext {
 pub struct OtelContent {
     pub capture: ContentCapture,
     pub scrub: TextScrub,
+    /// The standard `OTEL_*` variables, as the settings table read them.
+    pub env: OtelEnv,
 }
 
 impl OtelContent {
-    /// `capture`, with `api_key` scrubbed too (as configured: `Config::otel_content`).
-    pub fn new(capture: ContentCapture, api_key: Option<String>) -> OtelContent {
+    /// `capture`, with `api_key` scrubbed too, under the variables `env` (as configured:
+    /// `Config::otel_content`).
+    pub fn new(capture: ContentCapture, api_key: Option<String>, env: OtelEnv) -> OtelContent {
         let scrubber = toolstream_actors::present::scrub::Scrubber::new(api_key);
         let scrub = TextScrub(std::sync::Arc::new(move |s: &str| scrubber.scrub(s).into_owned()));
-        OtelContent { capture, scrub }
+        OtelContent { capture, scrub, env }
     }
 }
 
 impl Default for OtelContent {
-    /// No content.
+    /// No content, no variables.
     fn default() -> OtelContent {
-        OtelContent::new(ContentCapture::NoContent, None)
+        OtelContent::new(ContentCapture::NoContent, None, OtelEnv::default())
     }
 }
 
@@ -396,7 +399,7 @@ impl SinkSpec {
                 let name = self.kind.name();
                 let content = ctx.otel.clone();
                 Box::new(move || {
-                    let mut cfg = OtelConfig::from_env(endpoint.as_deref(), protocol, &|k| std::env::var(k).ok())
+                    let mut cfg = OtelConfig::new(endpoint.as_deref(), protocol, &content.env)
                         .map_err(|e| SinkError::Other { sink: name, message: e.to_string() })?;
                     cfg.capture_content = content.capture;
                     Ok(Box::new(OtelSink::open(&cfg, content.scrub)?) as Box<dyn Sink>)

@@ -77,6 +77,11 @@ impl BridgeServer {
         opts: BridgeServerOptions,
     ) -> Result<(BridgeServer, mpsc::UnboundedReceiver<BridgeEvent>), BridgeError> {
         let diagnostics = Diagnostics::new(opts.settings.debug_stderr, opts.settings.debug_file.as_deref())?;
+        tracing::debug!(
+            call_timeout_ms = opts.settings.call_timeout_ms,
+            connect_timeout_ms = opts.settings.connect_timeout_ms,
+            "pi tool bridge starting"
+        );
         let actor = BridgeQueueActor::new(BridgeQueueConfig { call_timeout_ms: opts.settings.call_timeout_ms }).start();
         let (events, rx) = mpsc::unbounded_channel();
         let sessions = SessionPool::new(opts.settings.sessions);

@@ -44,15 +44,18 @@ pub struct LiveOptions {
     /// does for pi (`serve openai --hide-builtin-tool-names`); by default every client tool is
     /// exposed ([`client_exposure`]).
     pub hide_builtin_names: bool,
+    /// The bridge's deadlines and diagnostics (the table's `bridge_*` settings); its exposure is
+    /// [`client_exposure`]'s.
+    pub bridge: BridgeSettings,
 }
 
 /// Which of an OpenAI client's tools Cursor sees. Every function tool, by default, whatever its
 /// name: SPEC §7 hides pi's built-ins because they duplicate Cursor's native tools on pi's own
 /// machine, but an OpenAI client's `bash` or `read` is the client's (it runs where and as the
 /// client decides, e.g. opencode's permission prompts), and hiding it would leave the client
-/// without its main tools. `hide_builtin_names` restores the SPEC §7 rule. The pi extension's
-/// `PI_CURSOR_PI_TOOL_BRIDGE` / `PI_CURSOR_EXPOSE_BUILTIN_TOOLS` / `PI_CURSOR_ASK_QUESTION` do not
-/// apply here; the bridge's deadlines and diagnostics (`PI_CURSOR_*` timeouts, debug) do.
+/// without its main tools. `hide_builtin_names` restores the SPEC §7 rule. The pi bridge's
+/// switches (`bridge_enabled`, `bridge_expose_builtins`, `bridge_ask_question`) do not apply
+/// here; the bridge's deadlines and diagnostics (the other `bridge_*` settings) do.
 pub fn client_exposure(hide_builtin_names: bool) -> ExposureSettings {
     ExposureSettings { bridge_enabled: true, expose_builtins: !hide_builtin_names, ask_question: true }
 }
@@ -156,13 +159,12 @@ pub fn start(
     let bridge = match bridge_tools(req.tools) {
         tools if tools.is_empty() => None,
         tools => {
-            let mut settings = BridgeSettings::from_env();
-            settings.exposure = client_exposure(opts.hide_builtin_names);
+            let settings = BridgeSettings { exposure: client_exposure(opts.hide_builtin_names), ..opts.bridge.clone() };
             // Called on the bridge's thread (a runtime): hand the call over, never block there.
             let on_call = move |call: BridgeCall| {
                 let _ = calls_tx.send(call);
             };
-            match ProviderBridge::start_with(&tools, settings, on_call) {
+            match ProviderBridge::start(&tools, settings, on_call) {
                 Ok(b) => b.map(Arc::new),
                 Err(e) => {
                     tracing::warn!("{e}; Cursor runs without the client's tools");

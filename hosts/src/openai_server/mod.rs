@@ -131,6 +131,13 @@ pub fn router(opts: ServerOptions) -> Router {
 /// Bind and serve until the process is stopped; says where on stderr.
 pub fn serve(opts: ServerOptions) -> anyhow::Result<()> {
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
+    tracing::debug!(
+        max_runs = opts.max_runs,
+        request_timeout_s = opts.request_timeout.as_secs(),
+        tool_result_timeout_s = opts.tool_result_timeout.as_secs(),
+        body_limit = opts.body_limit,
+        "serve openai: limits"
+    );
     runtime.block_on(async move {
         let listener = tokio::net::TcpListener::bind(opts.addr).await?;
         let addr = listener.local_addr()?;

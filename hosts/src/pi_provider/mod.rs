@@ -47,6 +47,7 @@ use toolstream_sinks::jsonl_trace::JsonlTraceSink;
 use toolstream_sinks::pi_events::failed_message_steps;
 use toolstream_sinks::Sink;
 
+use crate::bridge_server::BridgeSettings;
 use crate::conversation;
 use crate::cursor_agent::{AgentCommand, AgentProcess};
 use crate::mcp_home::McpServer;
@@ -96,7 +97,8 @@ pub fn serve(opts: ProviderOptions) -> i32 {
     let bridge = match &request.source {
         SourceSpec::CursorAgent { .. } if !request.context.tools.is_empty() => {
             let feed = provider_sink.bridge_feed();
-            match ProviderBridge::start(&request.context.tools, move |call| feed.call(&call)) {
+            let settings = BridgeSettings::from_config(&opts.config);
+            match ProviderBridge::start(&request.context.tools, settings, move |call| feed.call(&call)) {
                 Ok(b) => b.map(Arc::new),
                 Err(e) => {
                     toolstream_engine::say!("toolstream: {e}; Cursor runs without pi's tools");

@@ -1,9 +1,8 @@
 //! How the OTLP sink is configured: the transport ([`Protocol`]), the endpoint and headers (from
 //! the sink's argument or the standard `OTEL_EXPORTER_OTLP_*` variables), the content capture
 //! mode ([`ContentCapture`]) and its scrubber, the resource's `service.name`, and the export
-//! queue's limits. A plain struct: the engine's config
-//! layer and the command line map into it; [`OtelConfig::from_env`] reads the environment through
-//! a function so tests never mutate theirs.
+//! queue's limits. A plain struct: the engine's settings table reads the standard variables
+//! ([`OtelEnv`]) and the command line names the sink; [`OtelConfig::new`] maps both into it.
 
 use std::time::Duration;
 
@@ -149,6 +148,31 @@ pub enum ConfigError {
     Capture(String),
 }
 
+/// The standard `OTEL_*` variables this sink follows, as the engine's settings table read them
+/// (`otlp_endpoint`, `otlp_protocol`, `otlp_headers`, `otel_service_name`,
+/// `otel_resource_attributes`); `None`: unset.
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct OtelEnv {
+    pub endpoint: Option<String>,
+    pub protocol: Option<String>,
+    /// `OTEL_EXPORTER_OTLP_HEADERS` (may carry credentials: never in `Debug`).
+    pub headers: Option<String>,
+    pub service_name: Option<String>,
+    pub resource_attributes: Option<String>,
+}
+
+impl std::fmt::Debug for OtelEnv {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OtelEnv")
+            .field("endpoint", &self.endpoint)
+            .field("protocol", &self.protocol)
+            .field("headers", &self.headers.as_ref().map(|_| "(set)"))
+            .field("service_name", &self.service_name)
+            .field("resource_attributes", &self.resource_attributes)
+            .finish()
+    }
+}
+
 /// Everything the sink needs.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct OtelConfig {
@@ -159,7 +183,7 @@ pub struct OtelConfig {
     /// opening) and applied by the exporter itself, which reads it for both transports.
     pub headers_checked: usize,
     /// What content is written: the engine's setting `otel_capture_content` (SPEC §9.7), which
-    /// [`OtelConfig::from_env`] leaves at its default.
+    /// [`OtelConfig::new`] leaves at its default.
     pub capture_content: ContentCapture,
     /// The resource's `service.name`.
     pub service_name: String,
@@ -172,14 +196,12 @@ pub struct OtelConfig {
 
 impl OtelConfig {
     /// The configuration for `--sink otlp[=URL]` (`protocol: None`: from the environment) or
-    /// `--sink otlp-grpc[=URL]`, reading the environment through `env`.
-    pub fn from_env(
-        endpoint: Option<&str>,
-        protocol: Option<Protocol>,
-        env: &dyn Fn(&str) -> Option<String>,
-    ) -> Result<OtelConfig, ConfigError> {
-        let set = |name: &str| env(name).filter(|v| !v.trim().is_empty());
-        let protocol = match (protocol, endpoint, set(PROTOCOL_ENV)) {
+    /// `--sink otlp-grpc[=URL]`, under the standard variables `env`. (The exporter applies
+    /// `OTEL_EXPORTER_OTLP_HEADERS`, and the resource `OTEL_RESOURCE_ATTRIBUTES`, from the
+    /// process's environment, which is where the settings table read them.)
+    pub fn new(endpoint: Option<&str>, protocol: Option<Protocol>, env: &OtelEnv) -> Result<OtelConfig, ConfigError> {
+        let set = |v: &Option<String>| v.clone().filter(|v| !v.trim().is_empty());
+        let protocol = match (protocol, endpoint, set(&env.protocol)) {
             (Some(p), _, _) => p,
             // An explicit `otlp=URL` is HTTP/protobuf, whatever the environment says.
             (None, Some(_), _) | (None, None, None) => Protocol::HttpProtobuf,
@@ -187,13 +209,13 @@ impl OtelConfig {
         };
         let endpoint = match endpoint {
             Some(e) => e.to_owned(),
-            None => set(ENDPOINT_ENV).unwrap_or_else(|| protocol.default_endpoint().to_owned()),
+            None => set(&env.endpoint).unwrap_or_else(|| protocol.default_endpoint().to_owned()),
         };
         let endpoint = endpoint.trim().trim_end_matches('/').to_owned();
         if !(endpoint.starts_with("http://") || endpoint.starts_with("https://")) {
             return Err(ConfigError::Endpoint(endpoint));
         }
-        let headers_checked = match set(HEADERS_ENV) {
+        let headers_checked = match set(&env.headers) {
             Some(h) => parse_headers(&h)?.len(),
             None => 0,
         };
@@ -228,11 +250,11 @@ impl OtelConfig {
 }
 
 /// `OTEL_SERVICE_NAME`, else `service.name` in `OTEL_RESOURCE_ATTRIBUTES`, else `toolstream`.
-pub fn service_name(env: &dyn Fn(&str) -> Option<String>) -> String {
-    if let Some(name) = env(SERVICE_NAME_ENV).map(|s| s.trim().to_owned()).filter(|s| !s.is_empty()) {
-        return name;
+pub fn service_name(env: &OtelEnv) -> String {
+    if let Some(name) = env.service_name.as_deref().map(str::trim).filter(|s| !s.is_empty()) {
+        return name.to_owned();
     }
-    let from_attributes = env(RESOURCE_ATTRIBUTES_ENV).and_then(|attrs| {
+    let from_attributes = env.resource_attributes.as_deref().and_then(|attrs| {
         attrs.split(',').find_map(|kv| {
             let (k, v) = kv.split_once('=')?;
             (k.trim() == "service.name" && !v.trim().is_empty()).then(|| percent_decode(v.trim()))

@@ -69,7 +69,12 @@ impl OtelSink {
         };
         let exporter = Exporter::start(build, resource, limits)
             .map_err(|e| SinkError::Other { sink: NAME, message: e.to_string() })?;
-        tracing::debug!(endpoint = %cfg.endpoint, capture = cfg.capture_content.as_str(), "OTLP sink opened");
+        tracing::debug!(
+            endpoint = %cfg.endpoint,
+            service = %cfg.service_name,
+            capture = cfg.capture_content.as_str(),
+            "OTLP sink opened"
+        );
         let opts = MapOptions { capture: cfg.capture_content, scrub, id_salt: random_salt() };
         Ok(OtelSink::with_exporter(opts, metrics, exporter))
     }

@@ -18,7 +18,9 @@ use toolstream_schemas::{
 };
 
 use super::attrs as a;
-use super::config::{parse_headers, service_name, ConfigError, ContentCapture, OtelConfig, Protocol, TextScrub};
+use super::config::{
+    parse_headers, service_name, ConfigError, ContentCapture, OtelConfig, OtelEnv, Protocol, TextScrub,
+};
 use super::export::{ExportLimits, Exporter};
 use super::spans::{bound_content, Finished, MapOptions, SpanMapper, CONTENT_MAX_CHARS};
 
@@ -252,14 +254,16 @@ fn tokens_fall_back_to_the_messages_and_mcp_tools_are_extensions() {
 
 #[test]
 fn configuration_from_the_environment() {
-    let env = |pairs: &'static [(&'static str, &'static str)]| {
-        move |k: &str| pairs.iter().find(|(n, _)| *n == k).map(|(_, v)| (*v).to_owned())
+    let env = |endpoint: Option<&str>, protocol: Option<&str>| OtelEnv {
+        endpoint: endpoint.map(str::to_owned),
+        protocol: protocol.map(str::to_owned),
+        ..OtelEnv::default()
     };
-    let c = OtelConfig::from_env(Some("http://h:1/"), None, &env(&[("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc")])).unwrap();
+    let c = OtelConfig::new(Some("http://h:1/"), None, &env(None, Some("grpc"))).unwrap();
     assert_eq!((c.protocol, c.traces_url()), (Protocol::HttpProtobuf, "http://h:1/v1/traces".to_owned()));
-    let c = OtelConfig::from_env(None, None, &env(&[("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc")])).unwrap();
+    let c = OtelConfig::new(None, None, &env(None, Some("grpc"))).unwrap();
     assert_eq!((c.protocol, c.endpoint.as_str()), (Protocol::Grpc, "http://localhost:4317"));
-    let c = OtelConfig::from_env(None, None, &env(&[("OTEL_EXPORTER_OTLP_ENDPOINT", "http://c:4318")])).unwrap();
+    let c = OtelConfig::new(None, None, &env(Some("http://c:4318"), None)).unwrap();
     assert_eq!((c.protocol, c.metrics_url()), (Protocol::HttpProtobuf, "http://c:4318/v1/metrics".to_owned()));
     assert_eq!(c.capture_content, ContentCapture::NoContent, "content is the engine's setting, off by default");
     let modes: Vec<ContentCapture> = ["", "false", "NO_CONTENT", "TRUE", "span_only", "EVENT_ONLY", "SPAN_AND_EVENT"]
@@ -270,18 +274,22 @@ fn configuration_from_the_environment() {
     assert_eq!(modes, [NoContent, NoContent, NoContent, SpanOnly, SpanOnly, EventOnly, SpanAndEvent]);
     assert_eq!(ContentCapture::parse("yes"), Err(ConfigError::Capture("yes".into())));
     assert_eq!(
-        OtelConfig::from_env(None, None, &env(&[("OTEL_EXPORTER_OTLP_PROTOCOL", "http/json")])),
+        OtelConfig::new(None, None, &env(None, Some("http/json"))),
         Err(ConfigError::Protocol("http/json".into()))
     );
-    assert!(OtelConfig::from_env(Some("127.0.0.1:4318"), None, &env(&[])).is_err());
-    assert!(OtelConfig::from_env(None, None, &env(&[("OTEL_EXPORTER_OTLP_HEADERS", "novalue")])).is_err());
+    assert!(OtelConfig::new(Some("127.0.0.1:4318"), None, &env(None, None)).is_err());
+    let bad_headers = OtelEnv { headers: Some("novalue".into()), ..OtelEnv::default() };
+    assert!(OtelConfig::new(None, None, &bad_headers).is_err());
+    assert!(!format!("{bad_headers:?}").contains("novalue"), "headers may carry credentials");
     assert_eq!(parse_headers("a=1, b=x%20y").unwrap(), [("a".into(), "1".into()), ("b".into(), "x y".into())]);
-    assert_eq!(service_name(&env(&[])), "toolstream");
-    assert_eq!(service_name(&env(&[("OTEL_RESOURCE_ATTRIBUTES", "a=b,service.name=agents")])), "agents");
-    assert_eq!(
-        service_name(&env(&[("OTEL_RESOURCE_ATTRIBUTES", "service.name=agents"), ("OTEL_SERVICE_NAME", "mine")])),
-        "mine"
-    );
+    let named = |service: Option<&str>, attributes: Option<&str>| OtelEnv {
+        service_name: service.map(str::to_owned),
+        resource_attributes: attributes.map(str::to_owned),
+        ..OtelEnv::default()
+    };
+    assert_eq!(service_name(&named(None, None)), "toolstream");
+    assert_eq!(service_name(&named(None, Some("a=b,service.name=agents"))), "agents");
+    assert_eq!(service_name(&named(Some("mine"), Some("service.name=agents"))), "mine");
 }
 
 /// Fails its first `fail_first` exports (every one with `usize::MAX`); records what it got. With

@@ -6,7 +6,7 @@
 //! the open assistant message with that call as a real pi `toolCall` (`stop_reason toolUse`), pi
 //! runs its own tool, and pi's `tool_result` for the call comes back through [`ProviderBridge::result`]
 //! to resolve the MCP call — inside the same, still-running Cursor run. Deadlines, cancellation
-//! and diagnostics are the endpoint's (its `PI_CURSOR_*` settings).
+//! and diagnostics are the endpoint's (the `bridge_*` settings of the settings table).
 
 use std::sync::mpsc as std_mpsc;
 use std::thread::JoinHandle;

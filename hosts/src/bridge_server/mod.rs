@@ -3,7 +3,7 @@
 //! per run. `tools/list` and `tools/call` go through the bridge queue actor
 //! (`toolstream_actors::bridge`); a call becomes a [`BridgeEvent::Call`] for pi's side, whose
 //! result ([`BridgeServer::pi_result`]) answers the MCP call. `toolstream bridge` serves it over
-//! stdio; the pi provider will own one route per Cursor run.
+//! stdio; `pi-provider` and `serve openai` open one route per Cursor run (`crate::tool_bridge`).
 
 mod diagnostics;
 mod front;

@@ -311,7 +311,7 @@ fn is_secret_key(key: &str) -> bool {
     if fields.allow.iter().any(|a| b.eq_ignore_ascii_case(a.as_bytes())) {
         return false;
     }
-    fields.names.iter().any(|n| ends_with(n.as_bytes())) || ends_with(b"cookie")
+    fields.ends_a_name(b) || ends_with(b"cookie")
 }
 
 #[cfg(test)]

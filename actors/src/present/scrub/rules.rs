@@ -117,10 +117,23 @@ pub struct FieldNames {
     /// Every name, ASCII-case-insensitively, all matches (names overlap: `secret`, `secret_key`).
     pub automaton: AhoCorasick,
     pub names: Vec<String>,
+    /// The names again, by their last byte (lower case): a key is compared only with the names
+    /// it could end with.
+    by_last: Vec<Vec<String>>,
     /// Lower-case whole names that are never secrets.
     pub allow: Vec<String>,
     /// Unquoted values that are never secrets (compared ASCII-case-insensitively).
     pub allow_values: Vec<String>,
+}
+
+impl FieldNames {
+    /// Whether `key` ends with one of the names, ASCII-case-insensitively.
+    pub fn ends_a_name(&self, key: &[u8]) -> bool {
+        let Some(last) = key.last() else { return false };
+        self.by_last[usize::from(last.to_ascii_lowercase())]
+            .iter()
+            .any(|n| key.len() >= n.len() && key[key.len() - n.len()..].eq_ignore_ascii_case(n.as_bytes()))
+    }
 }
 
 /// An inline case of the rule file.
@@ -299,7 +312,13 @@ fn field_names(spec: &RuleSpec) -> Result<FieldNames, RuleError> {
     }
     let automaton = automaton(&names).map_err(|e| rule_err(&spec.id, format!("names: {e}")))?;
     let allow = spec.allow.iter().map(|a| a.to_ascii_lowercase()).collect();
-    Ok(FieldNames { automaton, names, allow, allow_values: spec.allow_values.clone() })
+    let mut by_last = vec![Vec::new(); 256];
+    for n in &names {
+        if let Some(&last) = n.as_bytes().last() {
+            by_last[usize::from(last)].push(n.clone());
+        }
+    }
+    Ok(FieldNames { automaton, names, by_last, allow, allow_values: spec.allow_values.clone() })
 }
 
 #[cfg(test)]

@@ -29,7 +29,25 @@ pub struct CliDecoder {
 impl CliDecoder {
     /// Decode one line (already known to be valid UTF-8 and non-blank) into `out`.
     pub fn decode(&mut self, text: &str, pos: SourcePos, out: &mut Vec<InputEvent>) -> Result<(), String> {
-        let line = Line::parse(text).map_err(|e| e.to_string())?;
+        // A tool call is read in the line's own pass (its payload is scanned once, not twice); a
+        // line whose `tool_call` that pass refuses is read as it always was, `tool_call` raw, and
+        // decodes (or fails) exactly as before.
+        match Line::parse_with_tool_call(text) {
+            Ok(line) => self.decode_line(line, text, pos, out),
+            Err(_) => {
+                let line = Line::parse(text).map_err(|e| e.to_string())?;
+                self.decode_line(line, text, pos, out)
+            }
+        }
+    }
+
+    fn decode_line<'a, T: ToolCallField<'a>>(
+        &mut self,
+        mut line: Line<'a, T>,
+        text: &str,
+        pos: SourcePos,
+        out: &mut Vec<InputEvent>,
+    ) -> Result<(), String> {
         let session = self.intern(line.session_id.as_deref().unwrap_or(""));
         let at_ms = line.timestamp_ms.and_then(Int::as_u64);
         let mut push = |kind: Input| out.push(InputEvent { session: session.clone(), at_ms, pos, kind });
@@ -77,10 +95,10 @@ impl CliDecoder {
                 }
             }
             ("tool_call", "started" | "completed") => {
-                let Some(raw) = line.tool_call else {
+                let Some(tc) = line.tool_call.take() else {
                     return Err("tool_call line without `tool_call`".into());
                 };
-                let ev = tool_event(&line, raw)?;
+                let ev = tool_event(&line, tc.into_object()?)?;
                 push(match sub {
                     "started" => Input::ToolStarted(Box::new(ev)),
                     _ => Input::ToolCompleted(Box::new(ev)),
@@ -125,12 +143,29 @@ impl CliDecoder {
     }
 }
 
-fn rest_str(line: &Line<'_>, key: &str) -> Option<String> {
+/// How a line's `tool_call` was read: raw, or already as its object.
+trait ToolCallField<'a> {
+    fn into_object(self) -> Result<ToolCallObject<'a>, String>;
+}
+
+impl<'a> ToolCallField<'a> for &'a RawValue {
+    fn into_object(self) -> Result<ToolCallObject<'a>, String> {
+        ToolCallObject::parse(self).map_err(|e| format!("tool_call: {e}"))
+    }
+}
+
+impl<'a> ToolCallField<'a> for ToolCallObject<'a> {
+    fn into_object(self) -> Result<ToolCallObject<'a>, String> {
+        Ok(self)
+    }
+}
+
+fn rest_str<T>(line: &Line<'_, T>, key: &str) -> Option<String> {
     let raw = line.rest_get(key)?;
     serde_json::from_str::<Option<String>>(raw.get()).ok().flatten()
 }
 
-fn unknown(line: &Line<'_>, known: &[&str]) -> UnknownFields {
+fn unknown<T>(line: &Line<'_, T>, known: &[&str]) -> UnknownFields {
     line.rest
         .iter()
         .filter(|(k, _)| !known.contains(&k.as_ref()))
@@ -138,7 +173,7 @@ fn unknown(line: &Line<'_>, known: &[&str]) -> UnknownFields {
         .collect()
 }
 
-fn message_text(line: &Line<'_>) -> Result<String, String> {
+fn message_text<T>(line: &Line<'_, T>) -> Result<String, String> {
     let Some(m) = line.message else {
         return Ok(String::new());
     };
@@ -152,8 +187,7 @@ fn message_text(line: &Line<'_>) -> Result<String, String> {
     Ok(text)
 }
 
-fn tool_event(line: &Line<'_>, raw: &RawValue) -> Result<ToolEvent, String> {
-    let tc = ToolCallObject::parse(raw).map_err(|e| format!("tool_call: {e}"))?;
+fn tool_event<'a, T>(line: &Line<'a, T>, tc: ToolCallObject<'a>) -> Result<ToolEvent, String> {
     let (Some(key), Some(payload)) = (tc.key, tc.payload) else {
         return Err("tool_call has no `<name>ToolCall` key".into());
     };
@@ -246,7 +280,7 @@ impl WireUsage {
     }
 }
 
-fn run_end(line: &Line<'_>, sub: &str, known: &[&str]) -> Result<RunEnd, String> {
+fn run_end<T>(line: &Line<'_, T>, sub: &str, known: &[&str]) -> Result<RunEnd, String> {
     let get = |k: &str| line.rest_get(k).map(RawValue::get);
     let is_error = match get("is_error") {
         Some(v) => serde_json::from_str::<Option<bool>>(v).map_err(|e| format!("is_error: {e}"))?,

@@ -47,9 +47,12 @@ impl<'de: 'a, 'a> Deserialize<'de> for Str<'a> {
     }
 }
 
-/// One stream-json line. `type` is required; everything else is optional.
-#[derive(Debug, Default)]
-pub struct Line<'a> {
+/// One stream-json line. `type` is required; everything else is optional. `T` is how the
+/// `tool_call` value is read: kept raw (the default), or as a [`ToolCallObject`] in the same pass
+/// (a decoder that reads it anyway saves scanning the payload twice; that parse fails on a
+/// `tool_call` that is not a tool call object, where the raw one does not).
+#[derive(Debug)]
+pub struct Line<'a, T = &'a RawValue> {
     /// `type`: system, user, thinking, assistant, tool_call, interaction_query, result, …
     pub kind: Cow<'a, str>,
     pub subtype: Option<Cow<'a, str>>,
@@ -62,9 +65,26 @@ pub struct Line<'a> {
     /// `user` / `assistant` lines: `{role, content:[…]}`.
     pub message: Option<&'a RawValue>,
     /// `tool_call` lines: `{<x>ToolCall: {args, result}, …metadata}`.
-    pub tool_call: Option<&'a RawValue>,
+    pub tool_call: Option<T>,
     /// Every other key, in order: type-specific fields (`cwd`, `usage`, …) and unknown ones.
     pub rest: Vec<(Cow<'a, str>, &'a RawValue)>,
+}
+
+impl<'a, T> Default for Line<'a, T> {
+    fn default() -> Self {
+        Line {
+            kind: Cow::Borrowed(""),
+            subtype: None,
+            session_id: None,
+            timestamp_ms: None,
+            call_id: None,
+            model_call_id: None,
+            text: None,
+            message: None,
+            tool_call: None,
+            rest: Vec::new(),
+        }
+    }
 }
 
 impl<'a> Line<'a> {
@@ -72,29 +92,40 @@ impl<'a> Line<'a> {
     pub fn parse(text: &'a str) -> Result<Line<'a>, serde_json::Error> {
         serde_json::from_str(text)
     }
+}
 
+impl<'a> Line<'a, ToolCallObject<'a>> {
+    /// Parse one line with its `tool_call` read as a [`ToolCallObject`] in the same pass. Fails
+    /// where [`Line::parse`] does, and also on a `tool_call` that [`ToolCallObject::parse`]
+    /// refuses.
+    pub fn parse_with_tool_call(text: &'a str) -> Result<Line<'a, ToolCallObject<'a>>, serde_json::Error> {
+        serde_json::from_str(text)
+    }
+}
+
+impl<'a, T> Line<'a, T> {
     /// The raw value of a key in [`Line::rest`].
     pub fn rest_get(&self, key: &str) -> Option<&'a RawValue> {
         self.rest.iter().find(|(k, _)| k == key).map(|(_, v)| *v)
     }
 }
 
-impl<'de> Deserialize<'de> for Line<'de> {
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for Line<'de, T> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        d.deserialize_map(LineVisitor)
+        d.deserialize_map(LineVisitor(std::marker::PhantomData))
     }
 }
 
-struct LineVisitor;
+struct LineVisitor<T>(std::marker::PhantomData<T>);
 
-impl<'de> Visitor<'de> for LineVisitor {
-    type Value = Line<'de>;
+impl<'de, T: Deserialize<'de>> Visitor<'de> for LineVisitor<T> {
+    type Value = Line<'de, T>;
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("a stream-json object with a string `type`")
     }
 
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Line<'de>, A::Error> {
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Line<'de, T>, A::Error> {
         let mut line = Line::default();
         let mut have_type = false;
         while let Some(Str(key)) = map.next_key::<Str<'de>>()? {
@@ -358,6 +389,24 @@ mod tests {
         let bad: &RawValue = serde_json::from_str(r#"{"toolCallId":"x","shellToolCall":null}"#).unwrap();
         let e = ToolCallObject::parse(bad).unwrap_err().to_string();
         assert!(e.starts_with("shellToolCall: invalid type: null"), "{e}");
+    }
+
+    #[test]
+    fn a_tool_call_read_with_the_line_is_the_tool_call_read_after_it() {
+        let s = r#"{"type":"tool_call","subtype":"completed","call_id":"c\n1","tool_call":{"toolCallId":"t","readToolCall":{"args":{"path":"a\"b"},"result":{"success":{}}},"startedAtMs":3,"x":[1]},"session_id":"s"}"#;
+        let raw = Line::parse(s).unwrap();
+        let later = ToolCallObject::parse(raw.tool_call.unwrap()).unwrap();
+        let once = Line::parse_with_tool_call(s).unwrap();
+        assert_eq!(once.call_id, raw.call_id);
+        let with = once.tool_call.unwrap();
+        assert_eq!(format!("{with:?}"), format!("{later:?}"));
+        // A `tool_call` that is no tool call object fails the one-pass read only.
+        for bad in
+            [r#"{"type":"tool_call","tool_call":null}"#, r#"{"type":"tool_call","tool_call":{"shellToolCall":3}}"#]
+        {
+            assert!(Line::parse(bad).is_ok(), "{bad}");
+            assert!(Line::parse_with_tool_call(bad).is_err(), "{bad}");
+        }
     }
 
     #[test]

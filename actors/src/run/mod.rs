@@ -161,9 +161,9 @@ impl Coordinator {
 
     fn on_input(&mut self, ev: InputEvent, out: &mut Vec<RunOutput>) {
         let t = ev.at_ms;
-        let had_runs = self.sessions.get(&ev.session).is_some_and(|s| s.runs_started > 0)
-            || self.retired.contains_key(&ev.session);
-        if had_runs && !self.is_open(&ev.session) && !opens_run(&ev.kind) {
+        let (open, had_runs) =
+            self.sessions.get(&ev.session).map_or((false, false), |s| (s.open.is_some(), s.runs_started > 0));
+        if !open && !opens_run(&ev.kind) && (had_runs || self.retired.contains_key(&ev.session)) {
             let raw = match &ev.kind {
                 Input::Raw { value, .. } => serde_json::from_str(value.get()).ok(),
                 _ => None,

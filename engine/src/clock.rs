@@ -42,17 +42,21 @@ pub struct EventTime {
 impl EventTime {
     /// Set `ev.at_ms` and return it (`None` before the session's first timed event).
     pub fn stamp(&mut self, ev: &mut InputEvent) -> Option<u64> {
-        let last = self.last.get(&ev.session).copied();
-        let t = match (ev.at_ms, last) {
-            (Some(t), Some(l)) => Some(t.max(l)),
-            (Some(t), None) => Some(t),
-            (None, l) => l,
+        // One lookup: the session's clock moves in place; a session's first time is inserted.
+        let t = match self.last.get_mut(&ev.session) {
+            Some(last) => {
+                *last = ev.at_ms.map_or(*last, |t| t.max(*last));
+                Some(*last)
+            }
+            None => {
+                if let Some(t) = ev.at_ms {
+                    self.last.insert(ev.session.clone(), t);
+                }
+                ev.at_ms
+            }
         };
         ev.at_ms = t;
         if let Some(t) = t {
-            if last != Some(t) {
-                self.last.insert(ev.session.clone(), t);
-            }
             self.latest = self.latest.max(t);
         }
         t

@@ -74,10 +74,9 @@ impl LifecycleCore {
             (Item::Tick(t), _) => self.fire_all(*t, out),
             (_, Some(t)) => {
                 if let Some(s) = item.session() {
-                    let s = s.clone();
                     // An event at the due time comes first (SPEC §2): a call completing exactly
                     // at start + defer coalesces.
-                    self.fire_session(&s, t, false, out);
+                    self.fire_session(s, t, false, out);
                 }
             }
             _ => {}

@@ -320,6 +320,29 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_tool_call_the_one_pass_read_refuses_fails_as_the_raw_read_does() {
+        let mut d = CliDecoder::default();
+        let mut out = Vec::new();
+        let mut decode = |tool_call: &str| {
+            let line = format!(
+                r#"{{"type":"tool_call","subtype":"started","call_id":"c","tool_call":{tool_call},"session_id":"s"}}"#
+            );
+            d.decode(&line, SourcePos::default(), &mut out)
+        };
+        let e = decode("null").unwrap_err();
+        assert!(e.starts_with("tool_call: invalid type: null"), "{e}");
+        let e = decode(r#"{"shellToolCall":3}"#).unwrap_err();
+        assert!(e.starts_with("tool_call: shellToolCall: invalid type: integer"), "{e}");
+        decode(r#"{"shellToolCall":{"args":{"command":"ls"}},"zzz":1}"#).unwrap();
+        let [InputEvent { kind: Input::ToolStarted(t), .. }] = out.as_slice() else { panic!("{out:?}") };
+        assert_eq!(
+            (t.wire_name.as_str(), t.args.as_ref().map(|a| a.text())),
+            ("shellToolCall", Some(r#"{"command":"ls"}"#))
+        );
+        assert_eq!(t.extra.len(), 1, "{:?}", t.extra);
+    }
+
+    #[test]
     fn session_ids_are_interned_within_bounds() {
         let mut d = CliDecoder::default();
         let (a, b) = (d.intern("s-1"), d.intern("s-1"));

@@ -216,7 +216,8 @@ fn pi_install_from_git_registers_the_extension_of_the_repository() {
 }
 
 /// A git repository at `dest` holding every file this checkout tracks, with its working-tree
-/// content: what a clone of the published repository holds.
+/// content: what a clone of the published repository holds. (A checkout without `.git`: every
+/// file but the build and dependency folders, and `git add` leaves out what `.gitignore` says.)
 fn copy_tracked_files(dest: &Path) {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     let git = |dir: &Path, args: &[&str]| {
@@ -225,10 +226,15 @@ fn copy_tracked_files(dest: &Path) {
         out.stdout
     };
     std::fs::create_dir_all(dest).unwrap();
-    let listed = git(&root, &["ls-files", "-z"]);
-    for name in listed.split(|b| *b == 0).filter(|n| !n.is_empty()) {
-        let name = std::str::from_utf8(name).unwrap();
-        let (from, to) = (root.join(name), dest.join(name));
+    let listed = Command::new("git").current_dir(&root).args(["ls-files", "-z"]).output().unwrap();
+    let names: Vec<PathBuf> = if listed.status.success() {
+        let names = listed.stdout.split(|b| *b == 0).filter(|n| !n.is_empty());
+        names.map(|n| PathBuf::from(std::str::from_utf8(n).unwrap())).collect()
+    } else {
+        files_below(&root, Path::new(""))
+    };
+    for name in names {
+        let (from, to) = (root.join(&name), dest.join(&name));
         if from.is_file() {
             std::fs::create_dir_all(to.parent().unwrap()).unwrap();
             std::fs::copy(&from, &to).unwrap();
@@ -237,6 +243,23 @@ fn copy_tracked_files(dest: &Path) {
     git(dest, &["init", "-q"]);
     git(dest, &["add", "-A"]);
     git(dest, &["-c", "user.name=t", "-c", "user.email=t@example.invalid", "commit", "-qm", "published"]);
+}
+
+/// Files below `root/rel`, relative to `root`, without build output, installed dependencies and
+/// fuzz corpora.
+fn files_below(root: &Path, rel: &Path) -> Vec<PathBuf> {
+    const SKIPPED: [&str; 6] = [".git", "target", ".deps", ".venv", "node_modules", "corpus"];
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(root.join(rel)).unwrap().flatten() {
+        let name = rel.join(entry.file_name());
+        let kind = entry.file_type().unwrap();
+        if kind.is_dir() && !SKIPPED.iter().any(|s| entry.file_name() == *s) {
+            out.extend(files_below(root, &name));
+        } else if kind.is_file() {
+            out.push(name);
+        }
+    }
+    out
 }
 
 #[test]

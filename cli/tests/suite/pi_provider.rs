@@ -555,27 +555,55 @@ fn fake_cursor_agent(dir: &Path) -> PathBuf {
     path
 }
 
+/// The stand-in in a fresh folder, and the variables that point a provider at it.
+struct FakeAgent {
+    dir: PathBuf,
+    agent: String,
+    args_file: String,
+}
+
+impl FakeAgent {
+    fn new() -> FakeAgent {
+        let dir = common::tempdir();
+        let agent = fake_cursor_agent(&dir).display().to_string();
+        let args_file = dir.join("args.txt").display().to_string();
+        FakeAgent { dir, agent, args_file }
+    }
+
+    /// The stand-in and where it writes its arguments, then `more`.
+    fn envs<'a>(&'a self, more: &[(&'a str, &'a str)]) -> Vec<(&'a str, &'a str)> {
+        let mut envs = vec![("TOOLSTREAM_CURSOR_AGENT", self.agent.as_str()), ("FAKE_ARGS", self.args_file.as_str())];
+        envs.extend_from_slice(more);
+        envs
+    }
+
+    /// The arguments of its last call, one per line.
+    fn args(&self) -> String {
+        std::fs::read_to_string(&self.args_file).unwrap()
+    }
+}
+
+impl Drop for FakeAgent {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
 #[cfg(unix)]
 #[test]
 fn cursor_agent_runs_with_the_prompt_and_streams_live() {
-    let dir = common::tempdir();
-    let agent = fake_cursor_agent(&dir);
-    let args_file = dir.join("args.txt");
+    let fake = FakeAgent::new();
+    let dir = &fake.dir;
     let demo = common::example("demo.jsonl");
-    let envs = [
-        ("TOOLSTREAM_CURSOR_AGENT", agent.to_str().unwrap()),
-        ("FAKE_ARGS", args_file.to_str().unwrap()),
-        ("FAKE_STREAM", demo.to_str().unwrap()),
-    ];
-    let mut p = Provider::start(&envs);
-    p.send(&request(json!({"kind": "cursor-agent", "args": ["--force"]}), "fix the rounding bug", &dir));
+    let mut p = Provider::start(&fake.envs(&[("FAKE_STREAM", demo.to_str().unwrap())]));
+    p.send(&request(json!({"kind": "cursor-agent", "args": ["--force"]}), "fix the rounding bug", dir));
     let d = drive(&mut p, false);
     check_protocol(&d.lines).unwrap();
     assert_eq!(cursor_names(&d.messages), session_messages(&demo));
     assert_eq!(d.code, 0);
     // Its chat id (the `system/init` session id) comes first, for `--resume` later.
     assert_eq!(d.lines[0], json!({"type": "chat", "chatId": "5f1c2a9e-7b3d-4e21-9c8a-2d6f0e4b1a77"}));
-    let args = std::fs::read_to_string(&args_file).unwrap();
+    let args = fake.args();
     let expected = [
         "-p",
         "--output-format",
@@ -589,24 +617,15 @@ fn cursor_agent_runs_with_the_prompt_and_streams_live() {
         "fix the rounding bug",
     ];
     assert_eq!(args.lines().collect::<Vec<_>>(), expected);
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[cfg(unix)]
 #[test]
 fn a_delivered_run_ends_when_the_client_leaves_even_if_cursor_agent_lingers() {
-    let dir = common::tempdir();
-    let agent = fake_cursor_agent(&dir);
-    let args_file = dir.join("args.txt");
+    let fake = FakeAgent::new();
     let demo = common::example("demo.jsonl");
-    let envs = [
-        ("TOOLSTREAM_CURSOR_AGENT", agent.to_str().unwrap()),
-        ("FAKE_ARGS", args_file.to_str().unwrap()),
-        ("FAKE_STREAM", demo.to_str().unwrap()),
-        ("FAKE_LINGER", "1"),
-    ];
-    let mut p = Provider::start(&envs);
-    p.send(&request(json!({"kind": "cursor-agent"}), "go", &dir));
+    let mut p = Provider::start(&fake.envs(&[("FAKE_STREAM", demo.to_str().unwrap()), ("FAKE_LINGER", "1")]));
+    p.send(&request(json!({"kind": "cursor-agent"}), "go", &fake.dir));
     loop {
         let l = p.next();
         match (l["type"].as_str().unwrap(), l["reason"].as_str()) {
@@ -625,7 +644,6 @@ fn a_delivered_run_ends_when_the_client_leaves_even_if_cursor_agent_lingers() {
     p.close_stdin();
     assert_eq!(p.wait(Duration::from_secs(10)), 0);
     assert!(left.elapsed() < Duration::from_secs(5));
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// The first 20 lines of the demo, written to `dir/head.jsonl`: a run that is open and has
@@ -641,23 +659,20 @@ fn demo_head(dir: &Path) -> PathBuf {
 #[cfg(unix)]
 #[test]
 fn a_failing_cursor_agent_ends_the_run_with_its_scrubbed_stderr() {
-    let dir = common::tempdir();
-    let agent = fake_cursor_agent(&dir);
-    let args_file = dir.join("args.txt");
+    let fake = FakeAgent::new();
+    let dir = &fake.dir;
     // The first 20 lines of the demo: the run is open (and has delivered a message) when it dies.
-    let head = demo_head(&dir);
+    let head = demo_head(dir);
     let secret = "key_0123456789abcdefSECRET";
     let stderr = format!("boom: request failed with {secret}");
-    let envs = [
-        ("TOOLSTREAM_CURSOR_AGENT", agent.to_str().unwrap()),
-        ("FAKE_ARGS", args_file.to_str().unwrap()),
+    let envs = fake.envs(&[
         ("FAKE_STREAM", head.to_str().unwrap()),
         ("FAKE_STDERR", stderr.as_str()),
         ("FAKE_EXIT", "3"),
         ("CURSOR_API_KEY", secret),
-    ];
+    ]);
     let mut p = Provider::start(&envs);
-    p.send(&request(json!({"kind": "cursor-agent"}), "go", &dir));
+    p.send(&request(json!({"kind": "cursor-agent"}), "go", dir));
     let d = drive(&mut p, false);
     check_protocol(&d.lines).unwrap();
     let last = d.messages.last().unwrap();
@@ -669,24 +684,17 @@ fn a_failing_cursor_agent_ends_the_run_with_its_scrubbed_stderr() {
     assert_eq!(d.code, 1);
 
     // Failing before any run: one failed message with the error.
-    let envs = [
-        ("TOOLSTREAM_CURSOR_AGENT", agent.to_str().unwrap()),
-        ("FAKE_ARGS", args_file.to_str().unwrap()),
-        ("FAKE_STDERR", "Error: not logged in"),
-        ("FAKE_EXIT", "1"),
-    ];
-    let mut p = Provider::start(&envs);
-    p.send(&request(json!({"kind": "cursor-agent"}), "go", &dir));
+    let mut p = Provider::start(&fake.envs(&[("FAKE_STDERR", "Error: not logged in"), ("FAKE_EXIT", "1")]));
+    p.send(&request(json!({"kind": "cursor-agent"}), "go", dir));
     assert_eq!(failed_message(&p), "cursor-agent exited with status 1: Error: not logged in");
     assert_eq!(p.wait(Duration::from_secs(5)), 1);
 
     // No cursor-agent at all.
     let missing = dir.join("no-such-cursor-agent");
     let mut p = Provider::start(&[("TOOLSTREAM_CURSOR_AGENT", missing.to_str().unwrap())]);
-    p.send(&request(json!({"kind": "cursor-agent"}), "go", &dir));
+    p.send(&request(json!({"kind": "cursor-agent"}), "go", dir));
     assert!(failed_message(&p).starts_with(&format!("cannot start {}", missing.display())));
     assert_eq!(p.wait(Duration::from_secs(5)), 1);
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 // ------------------------------------------------------------------------------------------------

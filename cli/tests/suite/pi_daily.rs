@@ -338,12 +338,8 @@ fn the_model_list_comes_from_cursor_agents_listing() {
         let mut cmd = home.pi(pi);
         cmd.env("FAKE_MODELS", "Available models\n\nauto - Auto (current)\ncomposer-2 - Composer 2\ngpt-5 - GPT-5\n");
         let mut rpc = Rpc::start(cmd);
-        let models = rpc.call("m", json!({"type": "get_available_models"}));
-        let ours: Vec<(String, u64)> = models["data"]["models"]
-            .as_array()
-            .unwrap()
+        let ours: Vec<(String, u64)> = cursor_models(&mut rpc)
             .iter()
-            .filter(|m| m["provider"] == "cursor")
             .map(|m| (m["id"].as_str().unwrap().to_owned(), m["contextWindow"].as_u64().unwrap()))
             .collect();
         let table = toolstream_schemas::models::ModelTable::default();
@@ -355,14 +351,7 @@ fn the_model_list_comes_from_cursor_agents_listing() {
         // Cached for a day: asked again without a listing, the same list comes back.
         drop(rpc);
         let mut rpc = Rpc::start(home.pi(pi));
-        let again = rpc.call("m", json!({"type": "get_available_models"}));
-        let ids: Vec<&str> = again["data"]["models"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter(|m| m["provider"] == "cursor")
-            .map(|m| m["id"].as_str().unwrap())
-            .collect();
+        let ids: Vec<Value> = cursor_models(&mut rpc).iter().map(|m| m["id"].clone()).collect();
         assert_eq!(ids, ["auto", "composer-2", "gpt-5"]);
         // Without a listing and without a cache: the environment's ids.
         std::fs::remove_dir_all(home.dir.join(".cache")).unwrap();
@@ -370,16 +359,15 @@ fn the_model_list_comes_from_cursor_agents_listing() {
         let mut cmd = home.pi(pi);
         cmd.env("TOOLSTREAM_CURSOR_MODELS", "composer-2, x-1");
         let mut rpc = Rpc::start(cmd);
-        let env = rpc.call("m", json!({"type": "get_available_models"}));
-        let ids: Vec<&str> = env["data"]["models"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter(|m| m["provider"] == "cursor")
-            .map(|m| m["id"].as_str().unwrap())
-            .collect();
+        let ids: Vec<Value> = cursor_models(&mut rpc).iter().map(|m| m["id"].clone()).collect();
         assert_eq!(ids, ["auto", "composer-2", "x-1"]);
     });
+}
+
+/// The models pi lists for the `cursor` provider.
+fn cursor_models(rpc: &mut Rpc) -> Vec<Value> {
+    let models = rpc.call("m", json!({"type": "get_available_models"}));
+    models["data"]["models"].as_array().unwrap().iter().filter(|m| m["provider"] == "cursor").cloned().collect()
 }
 
 /// pi's JSON-mode run of the demo with `env`; the assistant messages it ended.

@@ -3,27 +3,26 @@
 //! (`scripts/pi-versions`, installed by `scripts/install-pi`) must load a copy of it:
 //! - `pi --export COPY out.html` exits 0; the HTML's embedded session data holds every entry of the
 //!   file with the last one as the leaf, and pi's own export template, run against a stub DOM,
-//!   renders one tool card per call, none pending (each found its result);
-//! - RPC mode (`pi --mode rpc`, JSON lines on stdin/stdout): `switch_session` to the copy,
-//!   `get_messages` returns exactly the file's messages, `get_session_stats` counts them.
+//!   renders one tool card per call, none pending (each found its result) — one node process
+//!   renders every page;
+//! - RPC mode (`pi --mode rpc`, JSON lines on stdin/stdout), one process per pi switching from
+//!   session to session: `switch_session` to the copy, `get_messages` returns exactly the file's
+//!   messages, `get_session_stats` counts them.
 //!
 //! Without pi the structural checks still run and the real-pi test prints a note and passes.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use crate::common;
-use crate::common::{run_with_timeout, wait_or_kill, Finished};
+use crate::common::pi::{self, Rpc, PI_TIMEOUT};
+use crate::common::{run_with_timeout, Finished};
 
-use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::mpsc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use serde_json::{json, Value};
 
-/// Longest any single pi invocation may take.
-const PI_TIMEOUT: Duration = Duration::from_secs(60);
 /// pi processes run at once.
 const WORKERS: usize = 4;
 
@@ -209,27 +208,39 @@ fn real_pi_exports_and_serves_every_session() {
     let pis = common::pis();
     let started = Instant::now();
     let captures = common::captures_and_examples();
-    // Every capture with every pi, in one queue.
-    let all: Vec<(&common::Pi, &PathBuf)> = pis.iter().flat_map(|pi| captures.iter().map(move |c| (pi, c))).collect();
-    let next = AtomicUsize::new(0);
-    let failures: Vec<String> = std::thread::scope(|s| {
-        let workers: Vec<_> = (0..WORKERS)
-            .map(|_| {
-                s.spawn(|| {
-                    let mut failed = Vec::new();
-                    loop {
-                        let i = next.fetch_add(1, Ordering::Relaxed);
-                        let Some(&(pi, capture)) = all.get(i) else { break };
-                        if let Err(e) = check_with_pi(&pi.bin(), capture) {
-                            failed.push(format!("{pi}, {}: {e}", common::name(capture)));
-                        }
-                    }
-                    failed
-                })
-            })
-            .collect();
-        workers.into_iter().flat_map(|w| w.join().unwrap()).collect()
-    });
+    // Each capture is replayed once; every pi reads the same session.
+    let prepared: Vec<Prepared> = parallel(&captures, |capture| prepare(capture));
+    let mut failures: Vec<String> = Vec::new();
+    // Exports: one `pi --export` per session and pi, every pi in one queue.
+    let exports: Vec<(&common::Pi, &Prepared)> =
+        pis.iter().flat_map(|pi| prepared.iter().map(move |p| (pi, p))).collect();
+    let exported: Vec<Result<PathBuf, String>> = parallel(&exports, |&(pi, p)| export(pi, p));
+    let mut htmls = Vec::new();
+    for ((pi, p), html) in exports.iter().zip(exported) {
+        match html.and_then(|html| {
+            check_export(&p.replayed, &std::fs::read_to_string(&html).map_err(|e| format!("no export: {e}"))?)
+                .map(|()| html)
+        }) {
+            Ok(html) => htmls.push((*pi, *p, html)),
+            Err(e) => failures.push(format!("{pi}, {}: {e}", p.name)),
+        }
+    }
+    // pi's export template renders every page, in one node process.
+    match render_cards(&htmls.iter().map(|(_, _, html)| html.as_path()).collect::<Vec<_>>()) {
+        Ok(rendered) => {
+            for ((pi, p, _), got) in htmls.iter().zip(rendered) {
+                if let Err(e) = check_rendered_cards(&p.replayed, &got) {
+                    failures.push(format!("{pi}, {}: {e}", p.name));
+                }
+            }
+        }
+        Err(e) => failures.push(format!("rendering the exports: {e}")),
+    }
+    // RPC: one `pi --mode rpc` per pi, switching from session to session.
+    let served: Vec<Vec<String>> = parallel(&pis, |pi| serve_all(pi, &prepared));
+    for (pi, failed) in pis.iter().zip(served) {
+        failures.extend(failed.into_iter().map(|e| format!("{pi}, {e}")));
+    }
     eprintln!(
         "checked {} sessions with {} real pi's in {:.1}s",
         captures.len(),
@@ -237,50 +248,114 @@ fn real_pi_exports_and_serves_every_session() {
         started.elapsed().as_secs_f64()
     );
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+    for p in prepared {
+        let _ = std::fs::remove_dir_all(&p.dir);
+    }
 }
 
-/// Replay `capture`, then have pi export and serve copies of the session.
-fn check_with_pi(pi: &Path, capture: &Path) -> Result<(), String> {
+/// `f` over `items` on [`WORKERS`] threads; the results in the items' order.
+fn parallel<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
+    let next = AtomicUsize::new(0);
+    let mut done: Vec<(usize, R)> = std::thread::scope(|s| {
+        let workers: Vec<_> = (0..WORKERS.min(items.len()))
+            .map(|_| {
+                s.spawn(|| {
+                    let mut out = Vec::new();
+                    loop {
+                        let i = next.fetch_add(1, Ordering::Relaxed);
+                        let Some(item) = items.get(i) else { break };
+                        out.push((i, f(item)));
+                    }
+                    out
+                })
+            })
+            .collect();
+        workers.into_iter().flat_map(|w| w.join().unwrap()).collect()
+    });
+    done.sort_by_key(|(i, _)| *i);
+    done.into_iter().map(|(_, r)| r).collect()
+}
+
+/// A capture replayed into a session, with the copy pi may switch to over RPC.
+struct Prepared {
+    name: String,
+    dir: PathBuf,
+    replayed: Replayed,
+    /// The session as we wrote it.
+    original: String,
+    /// The text of the RPC copy: the original, its header's cwd pointed at a directory that exists.
+    rpc_text: String,
+}
+
+/// Replay `capture` and check the session's structure (a violation fails the test at once: it is
+/// ours, not pi's).
+fn prepare(capture: &Path) -> Prepared {
     let dir = common::tempdir();
-    let r = replay(capture, &dir);
-    check_structure(&r)?;
-    let original = std::fs::read_to_string(&r.session).unwrap();
-
-    // Export a byte-for-byte copy (pi may append to files it opens; the original stays ours).
-    let copy = dir.join("export-copy.jsonl");
-    std::fs::write(&copy, &original).unwrap();
-    let html = dir.join("out.html");
-    let out = run_pi(pi, &dir.join("export"), &["--export", copy.to_str().unwrap(), html.to_str().unwrap()], None)?;
-    if out.code != Some(0) {
-        return Err(format!("pi --export exited {:?}: {}", out.code, out.stderr));
+    let replayed = replay(capture, &dir);
+    if let Err(e) = check_structure(&replayed) {
+        panic!("{}: {e}", capture.display());
     }
-    check_export(&r, &std::fs::read_to_string(&html).map_err(|e| format!("no export: {e}"))?)?;
-    check_rendered_cards(&r, &html)?;
-
-    // RPC on another copy. pi refuses to switch to a session whose working directory does not
-    // exist (it checks the header's cwd), and recorded runs come from other machines: point the
-    // copy's header at a directory that exists; everything else is byte-identical.
-    let cwd = r.lines[0]["cwd"].as_str().unwrap();
-    let rpc_copy = dir.join("rpc-copy.jsonl");
-    let mut text = original.clone();
+    let original = std::fs::read_to_string(&replayed.session).unwrap();
+    // pi refuses to switch to a session whose working directory does not exist (it checks the
+    // header's cwd), and recorded runs come from other machines: point the copy's header at a
+    // directory that exists; everything else is byte-identical.
+    let cwd = replayed.lines[0]["cwd"].as_str().unwrap();
+    let mut rpc_text = original.clone();
     if !Path::new(cwd).is_dir() {
         let workdir = dir.join("workdir");
         std::fs::create_dir_all(&workdir).unwrap();
-        let (first, rest) = text.split_once('\n').unwrap();
+        let (first, rest) = rpc_text.split_once('\n').unwrap();
         let from = format!("\"cwd\":{}", serde_json::to_string(cwd).unwrap());
         let to = format!("\"cwd\":{}", serde_json::to_string(workdir.to_str().unwrap()).unwrap());
         assert!(first.contains(&from));
-        text = format!("{}\n{rest}", first.replacen(&from, &to, 1));
+        rpc_text = format!("{}\n{rest}", first.replacen(&from, &to, 1));
     }
-    std::fs::write(&rpc_copy, &text).unwrap();
-    check_rpc(pi, &dir.join("rpc"), &r, &rpc_copy)?;
-    // pi only ever appends (a thinking-level entry on switching): every line we wrote is intact.
-    let after = std::fs::read_to_string(&rpc_copy).unwrap();
-    if !after.starts_with(&text) {
-        return Err("pi rewrote lines of the session".into());
+    Prepared { name: common::name(capture), dir, replayed, original, rpc_text }
+}
+
+/// `pi --export` of a byte-for-byte copy (pi may append to files it opens; the original stays
+/// ours); the HTML's path.
+fn export(pi: &common::Pi, p: &Prepared) -> Result<PathBuf, String> {
+    let tag = &pi.version;
+    let copy = p.dir.join(format!("export-copy-{tag}.jsonl"));
+    std::fs::write(&copy, &p.original).unwrap();
+    let html = p.dir.join(format!("out-{tag}.html"));
+    let out = run_export(&pi.bin(), &p.dir.join(format!("export-{tag}")), &copy, &html)?;
+    if out.code != Some(0) {
+        return Err(format!("pi --export exited {:?}: {}", out.code, out.stderr));
     }
-    let _ = std::fs::remove_dir_all(&dir);
-    Ok(())
+    Ok(html)
+}
+
+/// One RPC process of `pi` serves every session in turn; a failure per session that failed.
+fn serve_all(pi: &common::Pi, prepared: &[Prepared]) -> Vec<String> {
+    let home = common::tempdir();
+    let mut cmd = pi::pi_command(&pi.bin(), &home);
+    cmd.current_dir(&home);
+    let mut rpc = Rpc::start(cmd);
+    let mut failed = Vec::new();
+    for (k, p) in prepared.iter().enumerate() {
+        let copy = p.dir.join(format!("rpc-copy-{}.jsonl", pi.version));
+        std::fs::write(&copy, &p.rpc_text).unwrap();
+        let checked = check_rpc(&mut rpc, k, &p.replayed, &copy).and_then(|()| {
+            // pi only ever appends (a thinking-level entry on switching): every line we wrote is
+            // intact.
+            let after = std::fs::read_to_string(&copy).unwrap();
+            if after.starts_with(&p.rpc_text) {
+                Ok(())
+            } else {
+                Err("pi rewrote lines of the session".into())
+            }
+        });
+        if let Err(e) = checked {
+            failed.push(format!("{}: {e}", p.name));
+        }
+    }
+    if rpc.close(PI_TIMEOUT).is_none() {
+        failed.push("pi --mode rpc did not exit after end of input".into());
+    }
+    let _ = std::fs::remove_dir_all(&home);
+    failed
 }
 
 /// The HTML embeds the session as base64 JSON: all entries, the header, the last entry as leaf.
@@ -303,32 +378,45 @@ fn check_export(r: &Replayed, html: &str) -> Result<(), String> {
     Ok(())
 }
 
-/// Run pi's own export template against a stub DOM (the page renders client-side) and count the
-/// `tool-execution` cards it puts into `#messages` for the conversation path.
-fn check_rendered_cards(r: &Replayed, html: &Path) -> Result<(), String> {
-    let script = html.with_file_name("render.mjs");
+/// Run pi's own export template against a stub DOM (the page renders client-side), one node
+/// process for every page: per page, the `tool-execution` cards it puts into `#messages` for the
+/// conversation path (`{cards, pending, error}`).
+fn render_cards(htmls: &[&Path]) -> Result<Vec<Value>, String> {
+    let Some(first) = htmls.first() else { return Ok(Vec::new()) };
+    let script = first.with_file_name("render.mjs");
     std::fs::write(&script, RENDER_JS).unwrap();
-    let out = run_with_timeout(Command::new("node").arg(&script).arg(html), None, PI_TIMEOUT)?;
+    let mut cmd = Command::new("node");
+    cmd.arg(&script).args(htmls);
+    let out = run_with_timeout(&mut cmd, None, PI_TIMEOUT)?;
     if out.code != Some(0) {
-        return Err(format!("rendering the export failed: {}", out.stderr));
+        return Err(format!("rendering the exports failed: {}", out.stderr));
     }
-    let got: Value = serde_json::from_str(out.stdout.trim()).map_err(|e| format!("{e}: {}", out.stdout))?;
+    let got: Vec<Value> = out
+        .stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).map_err(|e| format!("{e}: {l}")))
+        .collect::<Result<_, _>>()?;
+    if got.len() != htmls.len() {
+        return Err(format!("{} pages rendered of {}", got.len(), htmls.len()));
+    }
+    Ok(got)
+}
+
+/// The cards rendered are one per call, none pending, as many errors as failed results.
+fn check_rendered_cards(r: &Replayed, got: &Value) -> Result<(), String> {
     let errors = messages(&r.lines).iter().filter(|m| m["role"] == "toolResult" && m["isError"] == true).count();
     let expected = json!({"cards": r.cards, "pending": 0, "error": errors});
-    if got != expected {
+    if *got != expected {
         return Err(format!("rendered {got}, expected {expected}"));
     }
     Ok(())
 }
 
 /// Loads pi's export page script with just enough DOM to render the conversation, then prints
-/// `{cards, pending, error}` for the `tool-execution` cards of the rendered entries.
+/// `{cards, pending, error}` for the `tool-execution` cards of the rendered entries: one line per
+/// page named on the command line.
 const RENDER_JS: &str = r#"
 import fs from 'node:fs';
-const html = fs.readFileSync(process.argv[2], 'utf8');
-const data = html.match(/<script id="session-data" type="application\/json">([^<]*)<\/script>/)[1];
-const scripts = [...html.matchAll(/<script>([\s\S]*?)<\/script>/g)].map(m => m[1]);
-const app = scripts[scripts.length - 1];
 function stub() {
   const store = {};
   return new Proxy(function () {}, {
@@ -344,174 +432,100 @@ function stub() {
     construct() { return stub(); },
   });
 }
-let rendered = [];
-const messages = stub();
-messages.appendChild = (frag) => { rendered = frag.children.slice(); };
-const elements = { 'session-data': { textContent: data }, messages };
-const document = new Proxy({}, {
-  get(t, k) {
-    if (k === 'getElementById') return (id) => elements[id] ?? (elements[id] = stub());
-    if (k === 'createElement') return (tag) => {
-      if (tag !== 'template') return stub();
-      const el = { html: '', set innerHTML(v) { this.html = v; }, get innerHTML() { return this.html; } };
-      el.content = { get firstElementChild() { return el.html ? { html: el.html, cloneNode() { return this; } } : null; } };
-      return el;
-    };
-    if (k === 'createDocumentFragment') return () => ({ children: [], appendChild(n) { this.children.push(n); } });
-    if (k === 'querySelector') return () => null;
-    return stub();
-  },
-});
-const window = stub();
-window.location = { search: '' };
-const globals = {
-  document, window, getComputedStyle: () => ({ getPropertyValue: () => '' }), innerWidth: 1200,
-  addEventListener: () => {}, atob: (s) => Buffer.from(s, 'base64').toString('latin1'), TextDecoder,
-  URLSearchParams, marked: { parse: (s) => s, use: () => {} }, hljs: stub(), localStorage: stub(),
-  navigator: stub(), setTimeout: () => 0, requestAnimationFrame: () => 0, history: stub(),
-  location: { search: '' },
-};
-new Function(...Object.keys(globals), app)(...Object.values(globals));
-const cards = rendered.map(n => n.html).join('\n').match(/<div class="tool-execution (success|error|pending)"/g) || [];
-console.log(JSON.stringify({
-  cards: cards.length,
-  pending: cards.filter(c => c.includes('pending')).length,
-  error: cards.filter(c => c.includes('error')).length,
-}));
+function render(path) {
+  const html = fs.readFileSync(path, 'utf8');
+  const data = html.match(/<script id="session-data" type="application\/json">([^<]*)<\/script>/)[1];
+  const scripts = [...html.matchAll(/<script>([\s\S]*?)<\/script>/g)].map(m => m[1]);
+  const app = scripts[scripts.length - 1];
+  let rendered = [];
+  const messages = stub();
+  messages.appendChild = (frag) => { rendered = frag.children.slice(); };
+  const elements = { 'session-data': { textContent: data }, messages };
+  const document = new Proxy({}, {
+    get(t, k) {
+      if (k === 'getElementById') return (id) => elements[id] ?? (elements[id] = stub());
+      if (k === 'createElement') return (tag) => {
+        if (tag !== 'template') return stub();
+        const el = { html: '', set innerHTML(v) { this.html = v; }, get innerHTML() { return this.html; } };
+        el.content = { get firstElementChild() { return el.html ? { html: el.html, cloneNode() { return this; } } : null; } };
+        return el;
+      };
+      if (k === 'createDocumentFragment') return () => ({ children: [], appendChild(n) { this.children.push(n); } });
+      if (k === 'querySelector') return () => null;
+      return stub();
+    },
+  });
+  const window = stub();
+  window.location = { search: '' };
+  const globals = {
+    document, window, getComputedStyle: () => ({ getPropertyValue: () => '' }), innerWidth: 1200,
+    addEventListener: () => {}, atob: (s) => Buffer.from(s, 'base64').toString('latin1'), TextDecoder,
+    URLSearchParams, marked: { parse: (s) => s, use: () => {} }, hljs: stub(), localStorage: stub(),
+    navigator: stub(), setTimeout: () => 0, requestAnimationFrame: () => 0, history: stub(),
+    location: { search: '' },
+  };
+  new Function(...Object.keys(globals), app)(...Object.values(globals));
+  const cards = rendered.map(n => n.html).join('\n').match(/<div class="tool-execution (success|error|pending)"/g) || [];
+  return {
+    cards: cards.length,
+    pending: cards.filter(c => c.includes('pending')).length,
+    error: cards.filter(c => c.includes('error')).length,
+  };
+}
+for (const path of process.argv.slice(2)) console.log(JSON.stringify(render(path)));
 "#;
 
 /// `switch_session` to the copy, then `get_messages` and `get_session_stats`.
-fn check_rpc(pi: &Path, home: &Path, r: &Replayed, copy: &Path) -> Result<(), String> {
-    let mut rpc = Rpc::start(pi, home)?;
-    let res = (|| {
-        let switched = rpc.call(json!({"id": "switch", "type": "switch_session", "sessionPath": copy}))?;
-        if switched["data"]["cancelled"] != false {
-            return Err(format!("switch_session: {switched}"));
-        }
-        let got = rpc.call(json!({"id": "messages", "type": "get_messages"}))?;
-        let want = messages(&r.lines);
-        let have = got["data"]["messages"].as_array().ok_or("no messages")?;
-        if have.len() != want.len() {
-            return Err(format!("get_messages returned {} messages, the file has {}", have.len(), want.len()));
-        }
-        if let Some(i) = (0..want.len()).find(|&i| &have[i] != want[i]) {
-            return Err(format!("message {i} differs:\n pi:   {}\n file: {}", have[i], want[i]));
-        }
-        let stats = rpc.call(json!({"id": "stats", "type": "get_session_stats"}))?;
-        let d = &stats["data"];
-        let count = |role: &str| want.iter().filter(|m| m["role"] == role).count();
-        let sum = |k: &str| -> u64 {
-            want.iter().filter(|m| m["role"] == "assistant").map(|m| m["usage"][k].as_u64().unwrap()).sum()
-        };
-        let expected = json!({
-            "userMessages": count("user"),
-            "assistantMessages": count("assistant"),
-            "toolCalls": r.cards,
-            "toolResults": r.cards,
-            "totalMessages": want.len(),
-            "input": sum("input"),
-            "output": sum("output"),
-        });
-        let actual = json!({
-            "userMessages": d["userMessages"],
-            "assistantMessages": d["assistantMessages"],
-            "toolCalls": d["toolCalls"],
-            "toolResults": d["toolResults"],
-            "totalMessages": d["totalMessages"],
-            "input": d["tokens"]["input"],
-            "output": d["tokens"]["output"],
-        });
-        if actual != expected || !d["cost"].is_number() || d["sessionFile"] != json!(copy) {
-            return Err(format!("get_session_stats: {d}, expected {expected}"));
-        }
-        Ok(())
-    })();
-    let closed = rpc.close();
-    res?;
-    closed
-}
-
-/// A `pi --mode rpc` process: commands as JSON lines on stdin, responses on stdout.
-struct Rpc {
-    child: Child,
-    stdin: Option<std::process::ChildStdin>,
-    lines: mpsc::Receiver<String>,
-    stderr: std::thread::JoinHandle<String>,
-}
-
-impl Rpc {
-    fn start(pi: &Path, home: &Path) -> Result<Rpc, String> {
-        let mut cmd = pi_command(pi, home);
-        cmd.args(["--mode", "rpc"]).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
-        let mut child = cmd.spawn().map_err(|e| format!("cannot start pi: {e}"))?;
-        let stdout = child.stdout.take().unwrap();
-        let (tx, lines) = mpsc::channel();
-        std::thread::spawn(move || {
-            // Records are split on LF only (pi's RPC framing).
-            for line in BufReader::new(stdout).split(b'\n') {
-                let Ok(line) = line else { break };
-                if tx.send(String::from_utf8_lossy(&line).into_owned()).is_err() {
-                    break;
-                }
-            }
-        });
-        let mut err = child.stderr.take().unwrap();
-        let stderr = std::thread::spawn(move || {
-            let mut s = String::new();
-            let _ = err.read_to_string(&mut s);
-            s
-        });
-        Ok(Rpc { stdin: child.stdin.take(), child, lines, stderr })
+/// Command ids are `<what>-<k>`: session `k`'s own.
+fn check_rpc(rpc: &mut Rpc, k: usize, r: &Replayed, copy: &Path) -> Result<(), String> {
+    let switched = rpc.call(&format!("switch-{k}"), json!({"type": "switch_session", "sessionPath": copy}));
+    if switched["data"]["cancelled"] != false {
+        return Err(format!("switch_session: {switched}"));
     }
-
-    /// Send a command and wait for the response with its id.
-    fn call(&mut self, cmd: Value) -> Result<Value, String> {
-        let id = cmd["id"].clone();
-        let stdin = self.stdin.as_mut().unwrap();
-        writeln!(stdin, "{cmd}").and_then(|()| stdin.flush()).map_err(|e| format!("rpc write: {e}"))?;
-        let deadline = Instant::now() + PI_TIMEOUT;
-        loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            let line = self.lines.recv_timeout(left).map_err(|_| format!("no response to {cmd} in time"))?;
-            let Ok(v) = serde_json::from_str::<Value>(&line) else { continue };
-            if v["type"] == "response" && v["id"] == id {
-                if v["success"] != true {
-                    return Err(format!("{} failed: {v}", cmd["type"]));
-                }
-                return Ok(v);
-            }
-        }
+    let got = rpc.call(&format!("messages-{k}"), json!({"type": "get_messages"}));
+    let want = messages(&r.lines);
+    let have = got["data"]["messages"].as_array().ok_or("no messages")?;
+    if have.len() != want.len() {
+        return Err(format!("get_messages returned {} messages, the file has {}", have.len(), want.len()));
     }
-
-    /// Close stdin (pi shuts down at end of input) and reap it, killing it if it lingers.
-    fn close(mut self) -> Result<(), String> {
-        drop(self.stdin.take());
-        let code = wait_or_kill(&mut self.child, PI_TIMEOUT);
-        let stderr = self.stderr.join().unwrap_or_default();
-        match code {
-            Some(_) => Ok(()),
-            None => Err(format!("pi --mode rpc did not exit after end of input; stderr: {stderr}")),
-        }
+    if let Some(i) = (0..want.len()).find(|&i| &have[i] != want[i]) {
+        return Err(format!("message {i} differs:\n pi:   {}\n file: {}", have[i], want[i]));
     }
+    let stats = rpc.call(&format!("stats-{k}"), json!({"type": "get_session_stats"}));
+    let d = &stats["data"];
+    let count = |role: &str| want.iter().filter(|m| m["role"] == role).count();
+    let sum = |k: &str| -> u64 {
+        want.iter().filter(|m| m["role"] == "assistant").map(|m| m["usage"][k].as_u64().unwrap()).sum()
+    };
+    let expected = json!({
+        "userMessages": count("user"),
+        "assistantMessages": count("assistant"),
+        "toolCalls": r.cards,
+        "toolResults": r.cards,
+        "totalMessages": want.len(),
+        "input": sum("input"),
+        "output": sum("output"),
+    });
+    let actual = json!({
+        "userMessages": d["userMessages"],
+        "assistantMessages": d["assistantMessages"],
+        "toolCalls": d["toolCalls"],
+        "toolResults": d["toolResults"],
+        "totalMessages": d["totalMessages"],
+        "input": d["tokens"]["input"],
+        "output": d["tokens"]["output"],
+    });
+    if actual != expected || !d["cost"].is_number() || d["sessionFile"] != json!(copy) {
+        return Err(format!("get_session_stats: {d}, expected {expected}"));
+    }
+    Ok(())
 }
 
-/// pi with a fresh agent dir, home and offline mode: nothing from the user's setup leaks in.
-fn pi_command(pi: &Path, home: &Path) -> Command {
-    let agent = home.join("agent");
-    std::fs::create_dir_all(&agent).unwrap();
-    let mut cmd = Command::new(pi);
-    cmd.current_dir(home)
-        .env("PI_CODING_AGENT_DIR", &agent)
-        .env("PI_OFFLINE", "1")
-        .env("HOME", home)
-        .env_remove("PI_CODING_AGENT_SESSION_DIR");
-    cmd
-}
-
-fn run_pi(pi: &Path, home: &Path, args: &[&str], stdin: Option<&[u8]>) -> Result<Finished, String> {
-    let mut cmd = pi_command(pi, home);
-    cmd.args(args);
-    run_with_timeout(&mut cmd, stdin, PI_TIMEOUT)
+/// pi's `--export` of `copy` into `html`, with its agent folder in `home`.
+fn run_export(pi: &Path, home: &Path, copy: &Path, html: &Path) -> Result<Finished, String> {
+    let mut cmd = pi::pi_command(pi, home);
+    cmd.current_dir(home).arg("--export").arg(copy).arg(html);
+    run_with_timeout(&mut cmd, None, PI_TIMEOUT)
 }
 
 /// Standard base64 (with padding), as the export embeds the session.

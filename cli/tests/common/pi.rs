@@ -154,6 +154,20 @@ impl Rpc {
         }
     }
 
+    /// The events from the first that `first` accepts to the next that `last` accepts, both
+    /// included (events before `first` are dropped), each wait within [`PI_TIMEOUT`].
+    pub fn events_between(&mut self, first: impl Fn(&Value) -> bool, last: impl Fn(&Value) -> bool) -> Vec<Value> {
+        let mut events = vec![self.until(first)];
+        while !events.last().is_some_and(&last) {
+            let next = match self.seen.pop_front() {
+                Some(e) => e,
+                None => self.events.recv_timeout(PI_TIMEOUT).expect("pi's next event in time"),
+            };
+            events.push(next);
+        }
+        events
+    }
+
     /// Like `until`, but the events read past are kept whether or not they matched.
     pub fn find(&mut self, what: impl Fn(&Value) -> bool) -> Value {
         if let Some(i) = self.seen.iter().position(&what) {

@@ -732,6 +732,13 @@ fn without_timestamp(m: &Value) -> Value {
 /// recording): the same assistant messages, one tool execution per call with its recorded result,
 /// tool result messages with the recorded content; the session file pi wrote holds them too.
 fn check_pi_run(run: &PiRun, home: &Path, expected: &[Value]) -> Result<(), String> {
+    let sessions = files_under(&home.join("agent/sessions"));
+    let [session] = sessions.as_slice() else { return Err(format!("expected one session file, found {sessions:?}")) };
+    check_pi_run_into(run, session, expected)
+}
+
+/// [`check_pi_run`], pi's session file named.
+fn check_pi_run_into(run: &PiRun, session: &Path, expected: &[Value]) -> Result<(), String> {
     let ends: Vec<&Value> = run.events.iter().filter(|e| e["type"] == "message_end").map(|e| &e["message"]).collect();
     // pi's own messages are not the run's: the prompt, and (pi 0.86+) the system prompt it records.
     let delivered: Vec<&Value> =
@@ -793,8 +800,6 @@ fn check_pi_run(run: &PiRun, home: &Path, expected: &[Value]) -> Result<(), Stri
         return Err(format!("{} tool executions for {calls} replayed calls", executions.len()));
     }
     // The session file pi wrote.
-    let sessions = files_under(&home.join("agent/sessions"));
-    let [session] = sessions.as_slice() else { return Err(format!("expected one session file, found {sessions:?}")) };
     let saved: Vec<Value> = std::fs::read_to_string(session)
         .unwrap()
         .lines()
@@ -846,27 +851,33 @@ fn real_pi_replays_recorded_runs() {
         {
             all.push(conformance.join(name));
         }
+        // Each worker is one pi in RPC mode, as a person's pi lives on from prompt to prompt: a new
+        // session per recording, the recording being the one `current.jsonl` links to when the
+        // prompt is sent (the extension reads $TOOLSTREAM_CURSOR_REPLAY per request).
         let next = AtomicUsize::new(0);
         let results: Vec<(String, Result<String, String>)> = std::thread::scope(|s| {
             let workers: Vec<_> = (0..WORKERS)
                 .map(|_| {
                     s.spawn(|| {
+                        let home = common::tempdir();
+                        let current = home.join("current.jsonl");
+                        let mut cmd = pi_command(&pi, &home);
+                        cmd.env("TOOLSTREAM_CURSOR_REPLAY", &current);
+                        let mut rpc = Rpc::start(cmd);
                         let mut out = Vec::new();
                         loop {
                             let i = next.fetch_add(1, Ordering::Relaxed);
                             let Some(capture) = all.get(i) else { break };
-                            let home = common::tempdir();
+                            let _ = std::fs::remove_file(&current);
+                            std::os::unix::fs::symlink(capture, &current).unwrap();
                             let expected = session_messages(capture);
-                            let mut cmd = pi_command(&pi, &home);
-                            cmd.env("TOOLSTREAM_CURSOR_REPLAY", capture);
-                            let res = print_json(cmd, "Replay the recorded Cursor run.")
-                                .and_then(|run| check_pi_run(&run, &home, &expected))
+                            let (run, session) = replay_in_session(&mut rpc, i, "Replay the recorded Cursor run.");
+                            let res = check_pi_run_into(&run, &session, &expected)
                                 .map(|()| expected.last().unwrap()["stopReason"].as_str().unwrap().to_owned());
-                            if res.is_ok() {
-                                let _ = std::fs::remove_dir_all(&home);
-                            }
                             out.push((common::name(capture), res));
                         }
+                        assert!(rpc.close(common::pi::PI_TIMEOUT).is_some(), "pi --mode rpc did not exit");
+                        let _ = std::fs::remove_dir_all(&home);
                         out
                     })
                 })
@@ -883,6 +894,17 @@ fn real_pi_replays_recorded_runs() {
             assert!(stops >= 3, "only {stops} runs ended with stop: {results:?}");
         }
     });
+}
+
+/// In a new session of the RPC pi, `prompt` run to its end: pi's events from `agent_start` to
+/// `agent_end`, and the session file they went to.
+fn replay_in_session(rpc: &mut Rpc, k: usize, prompt: &str) -> (PiRun, PathBuf) {
+    rpc.call(&format!("new-{k}"), json!({"type": "new_session"}));
+    rpc.call(&format!("prompt-{k}"), json!({"type": "prompt", "message": prompt}));
+    let events = rpc.events_between(|e| e["type"] == "agent_start", |e| e["type"] == "agent_end");
+    let state = rpc.call(&format!("state-{k}"), json!({"type": "get_state"}));
+    let session = PathBuf::from(state["data"]["sessionFile"].as_str().unwrap_or_default());
+    (PiRun { events, stderr: String::new() }, session)
 }
 
 /// CLI stream-json: `touch` and `rm` shells, an edit and a write, each completed successfully.

@@ -558,25 +558,39 @@ fn every_listed_setting_changes_behaviour_or_output() {
     let listed = json(&dir, &[]);
     let names: Vec<String> = listed.as_object().unwrap().keys().cloned().collect();
     assert!(names.len() >= 13, "{names:?}");
-    for name in &names {
-        let Some(ob) = observer(name, &dir) else { panic!("no observer for listed setting `{name}`: add one") };
-        let look = |vars: &[(&str, String)], set_args: &[&str]| {
-            let run_dir = temp_dir(&format!("effect-{name}"));
-            let all: Vec<(&str, &str)> = ob.common.iter().chain(vars).map(|(k, v)| (*k, v.as_str())).collect();
-            let args: Vec<&str> = ob.args.iter().map(String::as_str).chain(set_args.iter().copied()).collect();
-            let out = toolstream_fed(&run_dir, &args, &all, ob.stdin);
-            assert!(out.code == ob.code, "{name}: exit {} {}", out.code, out.stderr);
-            match ob.look {
-                Look::Stdout => out.stdout,
-                Look::Stderr => out.stderr,
-                Look::File(f) => std::fs::read_to_string(run_dir.join("cwd").join(f)).unwrap_or_default(),
-            }
-        };
-        let (default, set) = (look(&[], &[]), look(&ob.vars, &ob.set_args));
-        assert_ne!(default, set, "setting `{name}` changed nothing");
-        assert!((ob.check)(&set), "setting `{name}`: not the expected change:\n{set}");
-        assert!(!(ob.check)(&default) || matches!(ob.look, Look::File(_)), "`{name}`: the default already shows it");
-    }
+    // Several settings at once: the OTLP observers mostly wait (a sink's bounded final export to a
+    // closed port), one after another they took a minute.
+    let next = AtomicUsize::new(0);
+    std::thread::scope(|s| {
+        for _ in 0..6 {
+            s.spawn(|| {
+                while let Some(name) = names.get(next.fetch_add(1, Ordering::Relaxed)) {
+                    check_setting_effect(name, &dir);
+                }
+            });
+        }
+    });
+}
+
+/// Setting `name` set, against its default: the observer's output differs, as it expects.
+fn check_setting_effect(name: &str, dir: &Path) {
+    let Some(ob) = observer(name, dir) else { panic!("no observer for listed setting `{name}`: add one") };
+    let look = |vars: &[(&str, String)], set_args: &[&str]| {
+        let run_dir = temp_dir(&format!("effect-{name}"));
+        let all: Vec<(&str, &str)> = ob.common.iter().chain(vars).map(|(k, v)| (*k, v.as_str())).collect();
+        let args: Vec<&str> = ob.args.iter().map(String::as_str).chain(set_args.iter().copied()).collect();
+        let out = toolstream_fed(&run_dir, &args, &all, ob.stdin);
+        assert!(out.code == ob.code, "{name}: exit {} {}", out.code, out.stderr);
+        match ob.look {
+            Look::Stdout => out.stdout,
+            Look::Stderr => out.stderr,
+            Look::File(f) => std::fs::read_to_string(run_dir.join("cwd").join(f)).unwrap_or_default(),
+        }
+    };
+    let (default, set) = (look(&[], &[]), look(&ob.vars, &ob.set_args));
+    assert_ne!(default, set, "setting `{name}` changed nothing");
+    assert!((ob.check)(&set), "setting `{name}`: not the expected change:\n{set}");
+    assert!(!(ob.check)(&default) || matches!(ob.look, Look::File(_)), "`{name}`: the default already shows it");
 }
 
 /// The docs' settings and sinks tables are what `toolstream config --markdown` generates: each

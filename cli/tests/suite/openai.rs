@@ -309,16 +309,15 @@ fn bridged_stand_in(dir: &Path, python: &Path) -> (PathBuf, PathBuf) {
     (agent, runs)
 }
 
-/// A run paused on the client's tool that goes on producing — assistant texts of about 1 KiB, four
-/// times the paused-run limit (`toolstream_hosts::paused_run`, 1 MiB: the stand-in was held back
-/// after about 1,010 texts) — is held back, not
+/// A run paused on the client's tool that goes on producing — 12,000 assistant texts, 12 MiB,
+/// past the paused-run limit (`toolstream_hosts::paused_run`, 1 MiB) — is held back, not
 /// stopped and not cut: the stand-in's prints block before it printed them all, and once the
 /// client answers, the next response carries every one, in order, from the same run, then the
 /// answer quoting the result.
 #[cfg(unix)]
 #[test]
 fn a_run_paused_on_a_client_tool_is_held_back_and_loses_nothing() {
-    const LINES: u64 = 4 * toolstream_hosts::paused_run::WAITING_LIMIT_BYTES as u64 / 1024;
+    const LINES: u64 = 12_000;
     let Some(python) = python() else { return };
     let dir = common::tempdir();
     let (agent, runs) = bridged_stand_in(&dir, &python);

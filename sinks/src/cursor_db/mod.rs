@@ -8,10 +8,10 @@
 //! and each tool call (`capabilityType: 15` with a complete `toolFormerData`: numeric tool id,
 //! `toolCallId`, `toolIndex`, `modelCallId`, `status`, `name`, `rawArgs`, `params`, `result`).
 //! Cursor 3.x also lists conversations in `ItemTable` `composer.composerHeaders`: the run's entry
-//! is added (or replaced) there ([`index`]: read once per transaction, written once at the
-//! commit). A conversation is one Cursor chat: the composer id is the chat's `session_id`, so
-//! resumed runs join their conversation, and ids are derived from event time and hashes, so
-//! writing the same input again replaces the same rows.
+//! is added (or replaced) there ([`index`]: read once per transaction, kept aside in a temporary
+//! table, written once at the commit). A conversation is one Cursor chat: the composer id is the
+//! chat's `session_id`, so resumed runs join their conversation, and ids are derived from event
+//! time and hashes, so writing the same input again replaces the same rows.
 //!
 //! Calls are stored, not shown: their recorded args and results (scrubbed and bounded upstream,
 //! `Card::recorded_result`) go under Cursor's keys (`toolstream_schemas::cursor_bubble`), with the
@@ -47,7 +47,7 @@ use toolstream_schemas::{Card, Output, OutputEvent, ResultStatus, RunId, RunStat
 
 use crate::pi_session::ids::uuid_v7;
 use crate::{Sink, SinkError};
-use index::HeadersIndex;
+use index::{HeadersIndex, ReadError};
 use schema::Table;
 
 /// How long a write waits for another connection's lock before failing.
@@ -164,6 +164,9 @@ impl CursorDbSink {
         let conn = Connection::open_with_flags(&file, flags).map_err(err)?;
         conn.busy_timeout(BUSY_TIMEOUT).map_err(err)?;
         schema::ensure(&conn).map_err(err)?;
+        // The index's entries wait in a temporary table (`index`): in a file behind SQLite's
+        // bounded page cache, not in memory, whatever the build's default.
+        conn.pragma_update(None, "temp_store", "FILE").map_err(err)?;
         Ok(CursorDbSink {
             conn,
             path: path.to_path_buf(),
@@ -175,7 +178,7 @@ impl CursorDbSink {
         })
     }
 
-    fn sql(&self, e: rusqlite::Error) -> SinkError {
+    fn sql(&self, e: impl std::fmt::Display) -> SinkError {
         SinkError::Other { sink: "cursor-db", message: format!("{}: {e}", self.path.display()) }
     }
 
@@ -464,9 +467,10 @@ impl CursorDbSink {
     fn index(&mut self, id: &str, head: Value) -> Result<(), SinkError> {
         if let IndexState::Unread = self.index {
             let raw = schema::get(&self.conn, Table::Items, HEADERS_KEY).map_err(|e| self.sql(e))?;
-            self.index = match HeadersIndex::parse(raw.as_deref()) {
+            self.index = match HeadersIndex::read(&self.conn, raw.as_deref()) {
                 Ok(index) => IndexState::Read(index),
-                Err(e) => {
+                Err(ReadError::Sql(e)) => return Err(self.sql(e)),
+                Err(ReadError::Json(e)) => {
                     tracing::warn!(
                         "{}: {HEADERS_KEY} is unreadable ({e}); not adding conversations to it",
                         self.path.display()
@@ -476,7 +480,7 @@ impl CursorDbSink {
             };
         }
         if let IndexState::Read(index) = &mut self.index {
-            index.put(id, &head);
+            index.put(&self.conn, id, &head).map_err(|e| self.sql(e))?;
         }
         Ok(())
     }
@@ -486,8 +490,7 @@ impl CursorDbSink {
     fn commit(&mut self) -> Result<(), SinkError> {
         if let IndexState::Read(index) = std::mem::take(&mut self.index) {
             if index.is_dirty() {
-                let json = index.into_json();
-                schema::put(&self.conn, Table::Items, HEADERS_KEY, &json).map_err(|e| self.sql(e))?;
+                index.write(&self.conn).map_err(|e| self.sql(e))?;
             }
         }
         if self.in_tx {

@@ -1,6 +1,9 @@
 //! The tables of a Cursor chat database as Cursor creates them (`key TEXT UNIQUE ON CONFLICT
 //! REPLACE, value BLOB`), created when absent, and the row writes the sink makes: each a
-//! delete-then-insert, so a table without the unique constraint never holds a key twice.
+//! delete-then-insert, so a table without the unique constraint never holds a key twice. A value
+//! too large to hold in memory is written in pieces ([`put_in_pieces`]).
+
+use std::io::{BufWriter, Write};
 
 use rusqlite::{Connection, OptionalExtension};
 
@@ -39,6 +42,71 @@ pub fn put(conn: &Connection, table: Table, key: &str, value: &str) -> rusqlite:
     conn.prepare_cached(&format!("DELETE FROM {t} WHERE key = ?1"))?.execute([key])?;
     conn.prepare_cached(&format!("INSERT INTO {t} (key, value) VALUES (?1, ?2)"))?.execute([key, value])?;
     Ok(())
+}
+
+/// How many bytes [`put_in_pieces`] hands SQLite at a time.
+const PIECE: usize = 64 * 1024;
+
+/// Why a value written in pieces could not be written.
+#[derive(Debug, thiserror::Error)]
+pub enum PiecesError {
+    #[error(transparent)]
+    Sql(#[from] rusqlite::Error),
+    #[error("writing a value in pieces: {0}")]
+    Io(#[from] std::io::Error),
+    #[error("a value announced as {len} bytes was {written}")]
+    Length { len: u64, written: u64 },
+}
+
+/// Set `key` to a TEXT value of exactly `len` bytes that `fill` writes in order, piece by piece:
+/// the value is never whole in this process. The row is inserted as `len` spaces (SQLite makes
+/// the text itself, holding it in its own memory while the row is inserted), then `fill` writes
+/// over them through incremental blob I/O, which works on TEXT as well as BLOB values and keeps
+/// the storage class (TEXT, as [`put`] writes and Cursor writes).
+pub fn put_in_pieces(
+    conn: &Connection,
+    table: Table,
+    key: &str,
+    len: u64,
+    fill: impl FnOnce(&mut dyn Write) -> Result<(), PiecesError>,
+) -> Result<(), PiecesError> {
+    let t = table.name();
+    conn.prepare_cached(&format!("DELETE FROM {t} WHERE key = ?1"))?.execute([key])?;
+    let sql = format!("INSERT INTO {t} (key, value) VALUES (?1, printf('%.*c', ?2, ' '))");
+    conn.prepare_cached(&sql)?.execute(rusqlite::params![key, len])?;
+    let row = conn.last_insert_rowid();
+    let mut blob = conn.blob_open("main", t, "value", row, false)?;
+    let size = blob.len() as u64;
+    if size != len {
+        return Err(PiecesError::Length { len, written: size });
+    }
+    let mut out = Counted { inner: BufWriter::with_capacity(PIECE, &mut blob), written: 0 };
+    fill(&mut out)?;
+    out.inner.flush()?;
+    if out.written != len {
+        return Err(PiecesError::Length { len, written: out.written });
+    }
+    drop(out);
+    blob.close()?;
+    Ok(())
+}
+
+/// A writer that counts what it was given.
+struct Counted<W> {
+    inner: W,
+    written: u64,
+}
+
+impl<W: Write> Write for Counted<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let n = self.inner.write(buf)?;
+        self.written += n as u64;
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.inner.flush()
+    }
 }
 
 /// The value of `key`, as text.

@@ -29,7 +29,7 @@ const ALL_COMPOSERS: &str = "allComposers";
 
 /// The entries while a transaction runs: `seq` their order, `id` the conversation (`NULL` for an
 /// entry without a `composerId`), `entry` its JSON text.
-pub const STAGING: &str = "toolstream_composer_headers";
+const STAGING: &str = "toolstream_composer_headers";
 
 /// Why the stored index could not be read.
 #[derive(Debug, thiserror::Error)]

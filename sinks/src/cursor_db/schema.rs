@@ -124,3 +124,43 @@ pub fn get(conn: &Connection, table: Table, key: &str) -> rusqlite::Result<Optio
         })
         .optional()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn db() -> Connection {
+        let conn = Connection::open_in_memory().unwrap();
+        ensure(&conn).unwrap();
+        conn
+    }
+
+    #[test]
+    fn a_value_written_in_pieces_is_the_text_put_writes() {
+        let (pieced, whole) = (db(), db());
+        let pieces = ["{\"a\":[", "\"é🦀\"", &"x".repeat(3 * PIECE), "]}"];
+        let text = pieces.concat();
+        put_in_pieces(&pieced, Table::Items, "k", text.len() as u64, |out| {
+            pieces.iter().try_for_each(|p| out.write_all(p.as_bytes())).map_err(PiecesError::from)
+        })
+        .unwrap();
+        put(&whole, Table::Items, "k", &text).unwrap();
+        let row = |c: &Connection| {
+            c.query_row("SELECT typeof(value), value, count(*) FROM ItemTable", [], |r| {
+                Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?, r.get::<_, i64>(2)?))
+            })
+            .unwrap()
+        };
+        assert_eq!(row(&pieced), row(&whole));
+        assert_eq!(row(&pieced), ("text".to_owned(), text, 1));
+    }
+
+    #[test]
+    fn pieces_that_are_not_the_announced_length_are_an_error() {
+        let conn = db();
+        let short = put_in_pieces(&conn, Table::Items, "k", 10, |out| Ok(out.write_all(b"12345")?));
+        assert!(matches!(short, Err(PiecesError::Length { len: 10, written: 5 })), "{short:?}");
+        let long = put_in_pieces(&conn, Table::Items, "k", 3, |out| Ok(out.write_all(b"12345")?));
+        assert!(long.is_err(), "{long:?}");
+    }
+}

@@ -8,15 +8,21 @@
 //! and each tool call (`capabilityType: 15` with a complete `toolFormerData`: numeric tool id,
 //! `toolCallId`, `toolIndex`, `modelCallId`, `status`, `name`, `rawArgs`, `params`, `result`).
 //! Cursor 3.x also lists conversations in `ItemTable` `composer.composerHeaders`: the run's entry
-//! is added (or replaced) there ([`index`]: read once per transaction, written once at the
-//! commit). A conversation is one Cursor chat: the composer id is the chat's `session_id`, so
-//! resumed runs join their conversation, and ids are derived from event time and hashes, so
-//! writing the same input again replaces the same rows.
+//! is added (or replaced) there ([`index`]: read once per transaction, kept aside in a temporary
+//! table, written once at the commit). A conversation is one Cursor chat: the composer id is the
+//! chat's `session_id`, so resumed runs join their conversation, and ids are derived from event
+//! time and hashes, so writing the same input again replaces the same rows.
 //!
 //! Calls are stored, not shown: their recorded args and results (scrubbed and bounded upstream,
 //! `Card::recorded_result`) go under Cursor's keys (`toolstream_schemas::cursor_bubble`), with the
 //! result's arm in `additionalData.resultStatus`, so reading the database back gives the same
 //! calls. A call that never completed is `loading`.
+//!
+//! Memory does not grow with the conversations written: the sink holds the open runs and the
+//! last [`HELD_CONVERSATIONS`] conversations whose runs closed; an older one is let go (its row
+//! holds everything: name, times, status, workspace, model, bubble order) and read back from its
+//! row if a run of it comes again, with the same result as if it had been held. What stays is a
+//! 16-byte digest per conversation let go, to tell it from one an earlier import wrote.
 //!
 //! Safety: the file is created if absent; a symlink's target is written, and a FIFO, a device or a
 //! directory is refused (`output_file`: SQLite needs a regular file); a file named `state.vscdb`
@@ -47,13 +53,14 @@ use toolstream_schemas::{Card, Output, OutputEvent, ResultStatus, RunId, RunStat
 
 use crate::pi_session::ids::uuid_v7;
 use crate::{Sink, SinkError};
-use index::HeadersIndex;
+use index::{HeadersIndex, ReadError};
 use schema::Table;
+use sha2::{Digest, Sha256};
 
 /// How long a write waits for another connection's lock before failing.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(2);
-/// Conversations whose runs all closed that keep their bubble order in memory (the most recently
-/// closed; older ones read it back from their row if a run of theirs comes again).
+/// Conversations whose runs all closed that stay in memory (the most recently closed; older ones
+/// are let go, and read back from their row if a run of theirs comes again).
 const HELD_CONVERSATIONS: usize = 64;
 /// Keys a neutral card adds to the recorded args (they are not part of the call).
 const CARD_ONLY_ARGS: [&str; 3] = ["activityTitle", "activitySummary", "incomplete"];
@@ -89,11 +96,8 @@ struct Conversation {
     cwd: Option<String>,
     model: Option<String>,
     status: &'static str,
-    /// Bubble order: (bubble id, type). Emptied once the conversation is written and none of
-    /// its runs is open (it is read back from its row if a run of it comes again).
+    /// Bubble order: (bubble id, type).
     headers: Vec<(String, i64)>,
-    /// Its bubble order was let go (`headers` is empty until read back).
-    parked: bool,
 }
 
 /// One open run's pending blocks.
@@ -132,8 +136,12 @@ pub struct CursorDbSink {
     in_tx: bool,
     conversations: HashMap<Arc<str>, Conversation>,
     runs: HashMap<Arc<RunId>, RunState>,
-    /// Conversations in the order their runs closed, for [`Self::park`].
+    /// Conversations in the order their runs closed, for [`Self::let_go`].
     closed: std::collections::VecDeque<Arc<str>>,
+    /// How many of them stay in memory ([`HELD_CONVERSATIONS`]; tests change it).
+    hold: usize,
+    /// Conversations written here and let go since ([`session_digest`]).
+    let_go_ids: HashSet<[u8; 16]>,
     index: IndexState,
 }
 
@@ -164,6 +172,9 @@ impl CursorDbSink {
         let conn = Connection::open_with_flags(&file, flags).map_err(err)?;
         conn.busy_timeout(BUSY_TIMEOUT).map_err(err)?;
         schema::ensure(&conn).map_err(err)?;
+        // The index's entries wait in a temporary table (`index`): in a file behind SQLite's
+        // bounded page cache, not in memory, whatever the build's default.
+        conn.pragma_update(None, "temp_store", "FILE").map_err(err)?;
         Ok(CursorDbSink {
             conn,
             path: path.to_path_buf(),
@@ -171,11 +182,13 @@ impl CursorDbSink {
             conversations: HashMap::new(),
             runs: HashMap::new(),
             closed: std::collections::VecDeque::new(),
+            hold: HELD_CONVERSATIONS,
+            let_go_ids: HashSet::new(),
             index: IndexState::Unread,
         })
     }
 
-    fn sql(&self, e: rusqlite::Error) -> SinkError {
+    fn sql(&self, e: impl std::fmt::Display) -> SinkError {
         SinkError::Other { sink: "cursor-db", message: format!("{}: {e}", self.path.display()) }
     }
 
@@ -254,19 +267,15 @@ impl CursorDbSink {
             Output::RunClosed { status: st, .. } => {
                 self.flush_blocks(&ev.run)?;
                 self.runs.remove(&ev.run);
-                if let Some(c) = self.conversations.get_mut(&ev.run.session) {
-                    c.status = match st {
-                        RunStatus::Finished => "completed",
-                        RunStatus::Cancelled => "aborted",
-                        RunStatus::Error => "error",
-                    };
+                if let Some(c) = self.held(&ev.run.session)? {
+                    c.status = conversation_status(*st);
                     c.updated = c.updated.max(at);
                 }
                 self.write_conversation(&ev.run.session)?;
                 self.closed.push_back(ev.run.session.clone());
-                if self.closed.len() > HELD_CONVERSATIONS {
+                if self.closed.len() > self.hold {
                     if let Some(oldest) = self.closed.pop_front() {
-                        self.park(&oldest);
+                        self.let_go(&oldest);
                     }
                 }
             }
@@ -288,10 +297,10 @@ impl CursorDbSink {
         model: Option<&str>,
         prompt: Option<&str>,
     ) -> Result<(), SinkError> {
-        if let Some(c) = self.conversations.get_mut(&run.session) {
+        if let Some(c) = self.held(&run.session)? {
             c.cwd = c.cwd.take().or(cwd.map(str::to_owned));
             c.model = model.map(str::to_owned).or(c.model.take());
-            return self.unpark(&run.session);
+            return Ok(());
         }
         let id = if run.session.is_empty() {
             uuid_v7(at, &format!("toolstream-composer/{}", run.label()))
@@ -306,13 +315,11 @@ impl CursorDbSink {
             updated: at,
             cwd: cwd.map(str::to_owned),
             model: model.map(str::to_owned),
-            status: "completed",
+            status: conversation_status(RunStatus::Finished),
             headers: Vec::new(),
-            parked: false,
         };
         // A conversation the file already holds (an earlier import): keep its bubbles and age.
-        let existing = schema::get(&self.conn, Table::DiskKv, &composer_key(&c.id)).map_err(|e| self.sql(e))?;
-        if let Some(data) = existing.and_then(|raw| serde_json::from_str::<ComposerData>(&raw).ok()) {
+        if let Some(data) = self.stored(&c.id)? {
             c.headers = bubble_order(data.full_conversation_headers_only);
             if let Some(t) = data.created_at.as_ref().and_then(toolstream_schemas::cursor_bubble::time_ms) {
                 c.created = if c.created == 0 { t } else { c.created.min(t) };
@@ -328,11 +335,10 @@ impl CursorDbSink {
         state.made += 1;
         let seed = format!("{}/{}/{}", run.session, run.seq, state.made);
         let bubble_id = uuid_v7(at, &seed);
-        if !self.conversations.contains_key(&run.session) {
+        if self.held(&run.session)?.is_none() {
             // Events of a run whose opening was not seen: its conversation starts here.
             self.conversation(run, at, None, None, None)?;
         }
-        self.unpark(&run.session)?;
         let Some(conv) = self.conversations.get(&run.session) else { return Ok(()) };
         let key = bubble_key(&conv.id, &bubble_id);
         let mut b = json!({
@@ -385,7 +391,7 @@ impl CursorDbSink {
 
     /// Write the conversation's `composerData` row and its entry in the 3.x index.
     fn write_conversation(&mut self, session: &Arc<str>) -> Result<(), SinkError> {
-        self.unpark(session)?;
+        self.held(session)?;
         let Some(c) = self.conversations.get(session) else { return Ok(()) };
         let headers: Vec<Value> = c.headers.iter().map(|(id, kind)| json!({ "bubbleId": id, "type": kind })).collect();
         let workspace = c.cwd.as_deref().map(|cwd| {
@@ -433,29 +439,35 @@ impl CursorDbSink {
         self.index(&id, head)
     }
 
-    /// Let go of a conversation's bubble order when none of its runs is open (its row holds it):
-    /// memory holds the open runs and the last [`HELD_CONVERSATIONS`], not every conversation
-    /// written.
-    fn park(&mut self, session: &Arc<str>) {
-        if self.runs.keys().any(|r| r.session == *session) {
+    /// Let go of a conversation when none of its runs is open (its row, written at its run's
+    /// close, holds it): memory holds the open runs and the last [`HELD_CONVERSATIONS`], not every
+    /// conversation written. The one conversation of runs without a session id is kept (its id
+    /// comes from its first run, not from its row).
+    fn let_go(&mut self, session: &Arc<str>) {
+        if session.is_empty() || self.runs.keys().any(|r| r.session == *session) {
             return;
         }
-        if let Some(c) = self.conversations.get_mut(session) {
-            c.headers = Vec::new();
-            c.parked = true;
+        if self.conversations.remove(session).is_some() {
+            self.let_go_ids.insert(session_digest(session));
         }
     }
 
-    /// Read a parked conversation's bubble order back from its row (the one [`Self::park`] let go).
-    fn unpark(&mut self, session: &Arc<str>) -> Result<(), SinkError> {
-        let Some(c) = self.conversations.get(session).filter(|c| c.parked) else { return Ok(()) };
-        let stored = schema::get(&self.conn, Table::DiskKv, &composer_key(&c.id)).map_err(|e| self.sql(e))?;
-        let data = stored.and_then(|raw| serde_json::from_str::<ComposerData>(&raw).ok());
-        if let Some(c) = self.conversations.get_mut(session) {
-            c.headers = data.map(|d| bubble_order(d.full_conversation_headers_only)).unwrap_or_default();
-            c.parked = false;
+    /// The conversation of `session` as written so far: held, or let go and read back from its row
+    /// (`None`: not written here, or its row is gone or no longer ours).
+    fn held(&mut self, session: &Arc<str>) -> Result<Option<&mut Conversation>, SinkError> {
+        if !self.conversations.contains_key(session) && self.let_go_ids.remove(&session_digest(session)) {
+            let back = self.stored(session)?.and_then(|data| read_back(session, data));
+            if let Some(c) = back {
+                self.conversations.insert(session.clone(), c);
+            }
         }
-        Ok(())
+        Ok(self.conversations.get_mut(session))
+    }
+
+    /// Conversation `id`'s `composerData` row, when the file holds a readable one.
+    fn stored(&self, id: &str) -> Result<Option<ComposerData>, SinkError> {
+        let raw = schema::get(&self.conn, Table::DiskKv, &composer_key(id)).map_err(|e| self.sql(e))?;
+        Ok(raw.and_then(|raw| serde_json::from_str::<ComposerData>(&raw).ok()))
     }
 
     /// Add (or replace) a conversation's entry in `ItemTable` `composer.composerHeaders`, in the
@@ -464,9 +476,10 @@ impl CursorDbSink {
     fn index(&mut self, id: &str, head: Value) -> Result<(), SinkError> {
         if let IndexState::Unread = self.index {
             let raw = schema::get(&self.conn, Table::Items, HEADERS_KEY).map_err(|e| self.sql(e))?;
-            self.index = match HeadersIndex::parse(raw.as_deref()) {
+            self.index = match HeadersIndex::read(&self.conn, raw.as_deref()) {
                 Ok(index) => IndexState::Read(index),
-                Err(e) => {
+                Err(ReadError::Sql(e)) => return Err(self.sql(e)),
+                Err(ReadError::Json(e)) => {
                     tracing::warn!(
                         "{}: {HEADERS_KEY} is unreadable ({e}); not adding conversations to it",
                         self.path.display()
@@ -476,7 +489,7 @@ impl CursorDbSink {
             };
         }
         if let IndexState::Read(index) = &mut self.index {
-            index.put(id, &head);
+            index.put(&self.conn, id, &head).map_err(|e| self.sql(e))?;
         }
         Ok(())
     }
@@ -486,8 +499,7 @@ impl CursorDbSink {
     fn commit(&mut self) -> Result<(), SinkError> {
         if let IndexState::Read(index) = std::mem::take(&mut self.index) {
             if index.is_dirty() {
-                let json = index.into_json();
-                schema::put(&self.conn, Table::Items, HEADERS_KEY, &json).map_err(|e| self.sql(e))?;
+                index.write(&self.conn).map_err(|e| self.sql(e))?;
             }
         }
         if self.in_tx {
@@ -496,6 +508,43 @@ impl CursorDbSink {
         }
         Ok(())
     }
+}
+
+/// What a conversation's row says of it, as [`CursorDbSink::write_conversation`] wrote it (`None`
+/// when a field it always writes is missing: the row is not ours any more).
+fn read_back(session: &str, data: ComposerData) -> Option<Conversation> {
+    let status = [RunStatus::Finished, RunStatus::Cancelled, RunStatus::Error]
+        .map(conversation_status)
+        .into_iter()
+        .find(|s| data.status.as_deref() == Some(*s))?;
+    Some(Conversation {
+        id: session.to_owned(),
+        name: data.name?,
+        created: data.created_at?.as_u64()?,
+        updated: data.last_updated_at?.as_u64()?,
+        cwd: data.workspace_identifier.and_then(|w| w.uri?.fs_path),
+        model: data.model_config.and_then(|m| m.model_name),
+        status,
+        headers: bubble_order(data.full_conversation_headers_only),
+    })
+}
+
+/// A conversation's `status` once its run closed.
+fn conversation_status(run: RunStatus) -> &'static str {
+    match run {
+        RunStatus::Finished => "completed",
+        RunStatus::Cancelled => "aborted",
+        RunStatus::Error => "error",
+    }
+}
+
+/// The digest a conversation let go is remembered by: the first 16 bytes of its session id's
+/// SHA-256.
+fn session_digest(session: &str) -> [u8; 16] {
+    let digest = Sha256::digest(session.as_bytes());
+    let mut out = [0; 16];
+    out.copy_from_slice(&digest[..16]);
+    out
 }
 
 /// A stored conversation's bubble order: (bubble id, type).

@@ -117,3 +117,83 @@ fn a_chat_that_comes_back_after_many_others_keeps_its_bubbles_title_and_place_in
     assert_eq!(ids.len(), others + 1);
     assert_eq!((ids[0], ids[others]), ("other-0", "first"), "an updated conversation moves to the end");
 }
+
+/// Every row of both tables: key, storage class, value.
+fn rows(path: &Path) -> Vec<(String, String, String)> {
+    let c = Connection::open(path).unwrap();
+    let mut out = Vec::new();
+    for table in ["ItemTable", "cursorDiskKV"] {
+        let mut stmt =
+            c.prepare(&format!("SELECT key, typeof(value), CAST(value AS TEXT) FROM {table} ORDER BY key")).unwrap();
+        let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?))).unwrap();
+        out.extend(rows.map(Result::unwrap));
+    }
+    out
+}
+
+#[test]
+fn a_conversation_let_go_and_coming_back_is_written_as_if_it_had_been_held() {
+    use crate::pi_events::testutil::{closed, ev, opened, run, text};
+    let dir = tmp("letgo");
+    let write = |path: &Path, hold: usize| {
+        let mut sink = CursorDbSink::create(path, CursorDbOptions::default()).unwrap();
+        sink.hold = hold;
+        let answer = |r: &Arc<RunId>, t: u64| {
+            [
+                ev(r, t + 1, Output::MessageStarted { turn: 1 }),
+                ev(r, t + 2, text("answer")),
+                ev(r, t + 3, Output::BlockEnded { turn: 1 }),
+            ]
+        };
+        let others = |sink: &mut CursorDbSink, round: u64| {
+            for i in 0..5u64 {
+                let r = run(&format!("other-{round}-{i}"), 1);
+                let t = 10_000 * round + 100 * i;
+                sink.write(&[ev(&r, t, opened("m", "q"))]).unwrap();
+                sink.write(&answer(&r, t)).unwrap();
+                sink.write(&[ev(&r, t + 4, closed(RunStatus::Finished))]).unwrap();
+            }
+        };
+        // "first": its own workspace and model, cancelled; the runs without a session share one.
+        let first = run("first", 1);
+        sink.write(&[ev(&first, 1_000, opened("first-model", "first question"))]).unwrap();
+        sink.write(&answer(&first, 1_000)).unwrap();
+        sink.write(&[ev(&first, 1_004, closed(RunStatus::Cancelled))]).unwrap();
+        let anonymous = run("", 1);
+        sink.write(&[ev(&anonymous, 1_500, opened("m", "no session"))]).unwrap();
+        sink.write(&[ev(&anonymous, 1_504, closed(RunStatus::Finished))]).unwrap();
+        others(&mut sink, 1);
+        // A run whose opening was not seen: its text and close only.
+        let second = run("first", 2);
+        sink.write(&answer(&second, 20_000)).unwrap();
+        sink.write(&[ev(&second, 20_004, closed(RunStatus::Error))]).unwrap();
+        others(&mut sink, 3);
+        // Opened without workspace or model: the first ones are kept.
+        let third = run("first", 3);
+        let bare = Output::RunOpened { cwd: None, model: None, prompt: Some("third".into()), context: None };
+        sink.write(&[ev(&third, 40_000, bare)]).unwrap();
+        sink.write(&[ev(&third, 40_004, closed(RunStatus::Finished))]).unwrap();
+        others(&mut sink, 5);
+        // Only a close.
+        sink.write(&[ev(&run("first", 4), 60_000, closed(RunStatus::Cancelled))]).unwrap();
+        let anonymous = run("", 2);
+        sink.write(&[ev(&anonymous, 61_000, opened("m2", "again"))]).unwrap();
+        sink.write(&[ev(&anonymous, 61_004, closed(RunStatus::Finished))]).unwrap();
+        others(&mut sink, 7);
+        // Still open at the commit: written with the status its conversation had.
+        let fifth = run("first", 5);
+        sink.write(&[ev(&fifth, 80_000, Output::RunOpened { cwd: None, model: None, prompt: None, context: None })])
+            .unwrap();
+        sink.write(&answer(&fifth, 80_000)).unwrap();
+        let held = sink.conversations.len();
+        sink.checkpoint().unwrap();
+        held
+    };
+    let (letting_go, holding) = (dir.join("let-go.vscdb"), dir.join("held.vscdb"));
+    let held = write(&letting_go, 2);
+    assert!(held <= 2 + 2, "conversations were let go: {held} held");
+    assert!(write(&holding, usize::MAX) > 20, "all held");
+    let (got, want) = (rows(&letting_go), rows(&holding));
+    assert!(want.len() > 60, "{}", want.len());
+    assert_eq!(got, want);
+}

@@ -155,7 +155,7 @@ impl UsageCore {
                         (Usage { input, output, total_tokens: total, ..Usage::default() }, "estimate")
                     }
                 };
-                *usage = applied;
+                **usage = applied;
                 r.owed = *stop_reason == StopReason::ToolUse && r.sdk.is_none();
                 r.context += applied.output;
                 r.input = std::mem::take(&mut r.next_input);

@@ -76,10 +76,11 @@ pub struct InputEvent {
     pub kind: Input,
 }
 
-/// Input side of SPEC §3.
+/// Input side of SPEC §3. A run's start and end are boxed: they are rare and the largest
+/// variants, and every stage hand-off copies an event whole.
 #[derive(Debug)]
 pub enum Input {
-    RunStarted(RunStart),
+    RunStarted(Box<RunStart>),
     UserPrompt {
         text: String,
     },
@@ -109,7 +110,7 @@ pub enum Input {
         data: String,
     },
     TurnUsage(TokenUsage),
-    RunEnded(RunEnd),
+    RunEnded(Box<RunEnd>),
     /// Anything not understood (unknown line type, plan-mode queries, notifications): passed through.
     Raw {
         /// `type/subtype` or a short description.
@@ -494,13 +495,14 @@ pub enum Output {
     MessageEnded {
         turn: u32,
         stop_reason: StopReason,
-        usage: Usage,
+        /// Boxed, as `totals` below: a message's end is rare and every hand-off copies an event.
+        usage: Box<Usage>,
         error: Option<String>,
     },
     RunClosed {
         status: RunStatus,
         final_text: String,
-        totals: RunTotals,
+        totals: Box<RunTotals>,
         error: Option<String>,
     },
     Diagnostic {

@@ -1,8 +1,6 @@
 use std::sync::Arc;
 
-use toolstream_schemas::{
-    Input, InputEvent, ResultStatus, RunEnd, RunStart, RunStatus, SourcePos, Tool, ToolEvent, ToolKind,
-};
+use toolstream_schemas::{Input, InputEvent, ResultStatus, RunEnd, RunStatus, SourcePos, Tool, ToolEvent, ToolKind};
 
 use super::IntakeCore;
 use crate::item::Item;
@@ -40,7 +38,7 @@ fn passed(items: Vec<Item>) -> Vec<String> {
 #[test]
 fn completions_carry_their_start_id_and_args() {
     let out = passed(vec![
-        ev(0, Input::RunStarted(RunStart::default())),
+        ev(0, Input::RunStarted(Box::default())),
         ev(1, Input::ToolStarted(read("a", Some("/x"), false))),
         ev(2, Input::ToolCompleted(read("a", None, true))),
         ev(3, Input::ToolStarted(read("b", Some("/y"), false))),
@@ -53,7 +51,7 @@ fn completions_carry_their_start_id_and_args() {
 #[test]
 fn repeats_are_dropped_and_never_steal_another_call() {
     let out = passed(vec![
-        ev(0, Input::RunStarted(RunStart::default())),
+        ev(0, Input::RunStarted(Box::default())),
         ev(1, Input::ToolStarted(read("a", Some("/x"), false))),
         ev(2, Input::ToolStarted(read("b", Some("/x"), false))),
         ev(3, Input::ToolCompleted(read("a", None, true))),
@@ -88,7 +86,7 @@ fn idless_reports_of_identical_running_shells_wait_until_they_can_be_told_apart(
     // Two identical shells run at once; the SDK's id-less step reports arrive before either
     // completes by id. Each report is one of those completions again, never a third call.
     let out = passed(vec![
-        ev(0, Input::RunStarted(RunStart::default())),
+        ev(0, Input::RunStarted(Box::default())),
         ev(1, Input::ToolStarted(shell("a", None))),
         ev(2, Input::ToolStarted(shell("b", None))),
         ev(3, Input::ToolCompleted(shell("", Some(r#"{"stdout":"10:00:01"}"#)))),
@@ -113,13 +111,13 @@ fn idless_reports_of_identical_running_shells_wait_until_they_can_be_told_apart(
 #[test]
 fn held_reports_are_released_when_the_run_ends() {
     let out = passed(vec![
-        ev(0, Input::RunStarted(RunStart::default())),
+        ev(0, Input::RunStarted(Box::default())),
         ev(1, Input::ToolStarted(shell("a", None))),
         ev(2, Input::ToolStarted(shell("b", None))),
         ev(3, Input::ToolCompleted(shell("", Some(r#"{"stdout":"x"}"#)))),
         ev(
             4,
-            Input::RunEnded(RunEnd {
+            Input::RunEnded(Box::new(RunEnd {
                 status: RunStatus::Finished,
                 result_text: None,
                 usage: None,
@@ -127,7 +125,7 @@ fn held_reports_are_released_when_the_run_ends() {
                 duration_ms: None,
                 incomplete: false,
                 extra: vec![],
-            }),
+            })),
         ),
     ]);
     assert_eq!(out, vec!["start:a", "start:b", "done::true", "end"]);

@@ -2,7 +2,8 @@
 //! scrubbed and bounded (SPEC §4, §5.3, §8), with its title line, collapsed preview, numbered diff
 //! lines and pi replay arguments. Pure functions.
 
-use serde_json::{json, Value};
+use serde_json::{json, Map, Value};
+use std::borrow::Cow;
 use std::sync::Arc;
 use toolstream_schemas::cursor_cli::tool_models::{args_from_tree, ResultModel};
 
@@ -21,7 +22,7 @@ use super::bounds::{
     DISPLAY_LINE_CHARS, TRANSCRIPT_MAX_CHARS,
 };
 use super::diff::{diff_preview, format_diff_line, parse_unified, DiffLine, DiffLineKind, DIFF_PREVIEW_COLLAPSED};
-use super::display_args::{display_args, incomplete_args, DisplayInput};
+use super::display_args::{display_args, incomplete_args, string_any, ArgFields, DisplayInput};
 use super::scrub::Scrubber;
 use crate::compact::{compact, Request};
 
@@ -80,7 +81,7 @@ pub fn build_card(ctx: &CardContext<'_>, ev: &ToolEvent) -> Card {
         }
         None => render_unknown(ev.tool.name(), tree, ev.result.as_ref()),
     };
-    let mut card = assemble(ctx, &ev.tool, rendered, tree.cloned(), status, ev.call.call_ref.clone());
+    let mut card = assemble(ctx, &ev.tool, rendered, tree, status, ev.call.call_ref.clone());
     card.started_ms = ev.started_at_ms;
     card.completed_ms = ev.completed_at_ms;
     // An exec call (SPEC §1.4) carries the OpenAI tool call it maps to, for the OpenAI sink.
@@ -123,7 +124,7 @@ pub fn incomplete_card(ctx: &CardContext<'_>, rec: &IncompleteCall, args: Option
         ..Rendered::default()
     };
     let recorded_args = if ctx.keep_recorded { tree.map(|v| recorded(ctx, v.clone())) } else { None };
-    let mut card = assemble(ctx, &rec.source_tool, rendered, tree.cloned(), None, rec.call.clone());
+    let mut card = assemble(ctx, &rec.source_tool, rendered, tree, None, rec.call.clone());
     card.headline = format!("{} did not complete: {reason}", card.headline);
     // The title line says it all; the body (for pi) repeats it.
     card.preview.clear();
@@ -159,7 +160,7 @@ fn assemble(
     ctx: &CardContext<'_>,
     tool: &Tool,
     r: Rendered,
-    raw_args: Option<Value>,
+    raw_args: Option<&Value>,
     status: Option<String>,
     call: CallRef,
 ) -> Card {
@@ -214,24 +215,21 @@ fn assemble(
         }
     };
 
-    // Display arguments are built from the recorded args, scrubbed and bounded first.
-    let mut raw = match raw_args {
-        Some(Value::Object(mut o)) => {
-            // Raw call ids are never shown (SPEC §1.1 rule 2); the card carries its hashed ref.
-            o.remove("toolCallId");
-            Some(Value::Object(o))
+    // Display arguments are built from the recorded args, scrubbed and bounded (field by field:
+    // a card shows a few of them).
+    let wrapped: Map<String, Value>;
+    let raw = match raw_args {
+        Some(Value::Object(map)) => Some(RecordedArgs { map, scrubber: sc }),
+        Some(other) => {
+            wrapped = Map::from_iter([("value".to_owned(), other.clone())]);
+            Some(RecordedArgs { map: &wrapped, scrubber: sc })
         }
-        Some(other) => Some(json!({ "value": other })),
         None => None,
     };
-    if let Some(raw) = raw.as_mut() {
-        sc.scrub_json(raw);
-        bound_strings(raw);
-    }
     let (pi_tool, args) = display_args(&DisplayInput {
         kind: tool.kind(),
         pi_tool: r.pi_tool,
-        raw: raw.as_ref(),
+        raw: raw.as_ref().map(|r| r as &dyn ArgFields),
         cwd: ctx.cwd,
         title: &title,
         summary: &summary,
@@ -279,10 +277,8 @@ fn assemble(
     }
     if let (Some(ToolKind::Edit | ToolKind::Write), Some(obj)) = (tool.kind(), details.as_object_mut()) {
         // The replay renderers infer a preview's language from it.
-        let path =
-            raw.as_ref().and_then(|a| ["path", "filePath", "file_path"].iter().find_map(|k| a.get(*k)?.as_str()));
-        if let Some(p) = path {
-            obj.insert("path".into(), relative_path(p, ctx.cwd).into());
+        if let Some(p) = raw.as_ref().and_then(|a| string_any(a, &["path", "filePath", "file_path"])) {
+            obj.insert("path".into(), relative_path(&p, ctx.cwd).into());
         }
     }
     Card {
@@ -309,6 +305,32 @@ fn assemble(
         recorded_result: None,
         recorded_args: None,
         openai_call: None,
+    }
+}
+
+/// Recorded args as a card shows them: each field scrubbed and bounded as the whole object
+/// would be (`Scrubber::scrub_field`), read only when asked for.
+#[derive(Debug)]
+struct RecordedArgs<'a> {
+    map: &'a Map<String, Value>,
+    scrubber: &'a Scrubber,
+}
+
+/// Raw call ids are never shown (SPEC §1.1 rule 2); the card carries its hashed ref.
+const CALL_ID_ARG: &str = "toolCallId";
+
+impl ArgFields for RecordedArgs<'_> {
+    fn field(&self, key: &str) -> Option<Cow<'_, Value>> {
+        if key == CALL_ID_ARG {
+            return None;
+        }
+        let mut v = self.scrubber.scrub_field(self.map, key)?;
+        bound_strings(&mut v);
+        Some(Cow::Owned(v))
+    }
+
+    fn has(&self, key: &str) -> bool {
+        key != CALL_ID_ARG && self.map.contains_key(key)
     }
 }
 

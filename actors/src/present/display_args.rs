@@ -13,6 +13,8 @@
 //! task `{description, preview}`, edit/write `{path}` (notebook edits add their old/new text),
 //! incomplete calls `{incomplete: true}`.
 
+use std::borrow::Cow;
+
 use serde_json::{Map, Value};
 use toolstream_schemas::pi_contract::NEUTRAL_REPLAY_TOOL;
 use toolstream_schemas::ToolKind;
@@ -29,7 +31,7 @@ pub struct DisplayInput<'a> {
     /// The pi card the tool's renderer chose: `read`, `bash`, …, or `cursor`.
     pub pi_tool: &'a str,
     /// The recorded args.
-    pub raw: Option<&'a Value>,
+    pub raw: Option<&'a dyn ArgFields>,
     pub cwd: Option<&'a str>,
     pub title: &'a str,
     /// The card's one-line summary (the `activitySummary` of a neutral card).
@@ -38,10 +40,27 @@ pub struct DisplayInput<'a> {
     pub body: &'a str,
 }
 
+/// The fields of recorded args (an object), as display arguments read them.
+pub trait ArgFields: std::fmt::Debug {
+    /// The value of `key`, if there is one.
+    fn field(&self, key: &str) -> Option<Cow<'_, Value>>;
+    /// Whether there is a `key`.
+    fn has(&self, key: &str) -> bool;
+}
+
+impl ArgFields for Map<String, Value> {
+    fn field(&self, key: &str) -> Option<Cow<'_, Value>> {
+        self.get(key).map(Cow::Borrowed)
+    }
+    fn has(&self, key: &str) -> bool {
+        self.contains_key(key)
+    }
+}
+
 /// The pi tool and its arguments.
 pub fn display_args(input: &DisplayInput<'_>) -> (&'static str, Value) {
     let empty = Map::new();
-    let raw = input.raw.and_then(Value::as_object).unwrap_or(&empty);
+    let raw = input.raw.unwrap_or(&empty);
     let path = |keys: &[&str]| string(raw, keys).map(|p| relative_path(&p, input.cwd));
     let native = match input.pi_tool {
         "read" => path(PATH_KEYS).map(|p| {
@@ -108,7 +127,7 @@ const OLD_KEYS: &[&str] = &["oldText", "old_string", "oldString", "old_str", "ol
 const NEW_KEYS: &[&str] = &["newText", "new_string", "newString", "new_str", "new_text"];
 
 /// A neutral card's arguments.
-fn activity(input: &DisplayInput<'_>, raw: &Map<String, Value>) -> Map<String, Value> {
+fn activity(input: &DisplayInput<'_>, raw: &dyn ArgFields) -> Map<String, Value> {
     let mut a = obj([("activityTitle", input.title.into()), ("activitySummary", input.summary.into())]);
     let preview = || input.body.lines().map(str::trim).find(|l| !l.is_empty()).map(|l| display_line(l, PREVIEW_CHARS));
     let mut put = |k: &str, v: Option<String>| {
@@ -139,20 +158,18 @@ fn activity(input: &DisplayInput<'_>, raw: &Map<String, Value>) -> Map<String, V
     a
 }
 
-fn is_notebook(raw: &Map<String, Value>) -> bool {
-    ["notebookPath", "notebook_path", "cellId", "cell_id", "cellIndex", "cell_index"]
-        .iter()
-        .any(|k| raw.contains_key(*k))
+fn is_notebook(raw: &dyn ArgFields) -> bool {
+    ["notebookPath", "notebook_path", "cellId", "cell_id", "cellIndex", "cell_index"].iter().any(|k| raw.has(k))
         || string(raw, PATH_KEYS).is_some_and(|p| p.to_ascii_lowercase().ends_with(".ipynb"))
 }
 
 /// pi's `edits[{oldText, newText}]` from one recorded pair or an `edits` list of them; `None`
 /// unless every pair has a non-empty old text (SPEC §4: never invent a pair).
-fn edits(raw: &Map<String, Value>) -> Option<Vec<Value>> {
+fn edits(raw: &dyn ArgFields) -> Option<Vec<Value>> {
     if is_notebook(raw) {
         return None;
     }
-    let pair = |o: &Map<String, Value>| -> Option<Value> {
+    let pair = |o: &dyn ArgFields| -> Option<Value> {
         let old = string(o, OLD_KEYS)?;
         let new = string_any(o, NEW_KEYS)?;
         Some(Value::Object(obj([("oldText", old.into()), ("newText", new.into())])))
@@ -160,8 +177,9 @@ fn edits(raw: &Map<String, Value>) -> Option<Vec<Value>> {
     if let Some(one) = pair(raw) {
         return Some(vec![one]);
     }
-    let list = raw.get("edits").and_then(Value::as_array).filter(|l| !l.is_empty())?;
-    list.iter().map(|e| e.as_object().and_then(pair)).collect()
+    let list = raw.field("edits")?;
+    let list = list.as_array().filter(|l| !l.is_empty())?;
+    list.iter().map(|e| e.as_object().and_then(|o| pair(o))).collect()
 }
 
 fn obj<const N: usize>(pairs: [(&str, Value); N]) -> Map<String, Value> {
@@ -169,25 +187,33 @@ fn obj<const N: usize>(pairs: [(&str, Value); N]) -> Map<String, Value> {
 }
 
 /// The first non-empty string among `keys`.
-fn string(o: &Map<String, Value>, keys: &[&str]) -> Option<String> {
-    keys.iter().find_map(|k| o.get(*k).and_then(Value::as_str).filter(|s| !s.is_empty()).map(str::to_owned))
+fn string(o: &dyn ArgFields, keys: &[&str]) -> Option<String> {
+    keys.iter().find_map(|k| into_string(o.field(k)?).filter(|s| !s.is_empty()))
 }
 
 /// The first string among `keys`, empty or not.
-fn string_any(o: &Map<String, Value>, keys: &[&str]) -> Option<String> {
-    keys.iter().find_map(|k| o.get(*k).and_then(Value::as_str).map(str::to_owned))
+pub(super) fn string_any(o: &dyn ArgFields, keys: &[&str]) -> Option<String> {
+    keys.iter().find_map(|k| into_string(o.field(k)?))
+}
+
+fn into_string(v: Cow<'_, Value>) -> Option<String> {
+    match v {
+        Cow::Owned(Value::String(s)) => Some(s),
+        Cow::Borrowed(Value::String(s)) => Some(s.clone()),
+        _ => None,
+    }
 }
 
 /// An integer given as a number or a decimal string (SPEC §1.1 rule 7).
-fn int(o: &Map<String, Value>, keys: &[&str]) -> Option<i64> {
-    keys.iter().find_map(|k| match o.get(*k)? {
+fn int(o: &dyn ArgFields, keys: &[&str]) -> Option<i64> {
+    keys.iter().find_map(|k| match o.field(k)?.as_ref() {
         Value::Number(n) => n.as_i64().or_else(|| n.as_f64().filter(|f| f.is_finite()).map(|f| f as i64)),
         Value::String(s) => s.trim().parse().ok(),
         _ => None,
     })
 }
 
-fn copy_int(raw: &Map<String, Value>, to: &mut Map<String, Value>, key: &str, from: &[&str]) {
+fn copy_int(raw: &dyn ArgFields, to: &mut Map<String, Value>, key: &str, from: &[&str]) {
     if let Some(n) = int(raw, from).filter(|n| *n > 0) {
         to.insert(key.into(), n.into());
     }
@@ -211,7 +237,7 @@ mod tests {
         display_args(&DisplayInput {
             kind: Some(kind),
             pi_tool,
-            raw: Some(&raw),
+            raw: raw.as_object().map(|o| o as &dyn ArgFields),
             cwd: Some("/w"),
             title: kind.spec().title,
             summary: "sum",

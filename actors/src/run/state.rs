@@ -9,7 +9,7 @@ use toolstream_schemas::ids::{call_ref, run_label};
 use toolstream_schemas::pi_contract::REPLAY_ID_PREFIX;
 use toolstream_schemas::{
     CallArgs, CallRef, IncompleteCall, IncompleteReason, Input, InputEvent, Output, OutputEvent, RunEnd, RunId,
-    RunStart, RunStatus, RunTotals, SegmentKind, StopReason, Tool, ToolEvent, Usage, CANCELLED_MESSAGE,
+    RunStart, RunStatus, RunTotals, SegmentKind, StopReason, Tool, ToolEvent, CANCELLED_MESSAGE,
 };
 
 use super::text::{RunText, SegmentDedupe};
@@ -198,7 +198,7 @@ impl Run {
         match ev.kind {
             Input::RunStarted(mut start) => {
                 self.unknown_fields(cfg, out, "run-started", std::mem::take(&mut start.extra));
-                self.start = start;
+                self.start = *start;
                 return false;
             }
             Input::UserPrompt { text } => {
@@ -304,7 +304,7 @@ impl Run {
             }
             Input::RunEnded(mut end) => {
                 self.unknown_fields(cfg, out, "run-ended", std::mem::take(&mut end.extra));
-                self.close(cfg, end, CloseCause::Reported, out);
+                self.close(cfg, *end, CloseCause::Reported, out);
                 return true;
             }
             Input::Raw { what, value } => {
@@ -456,7 +456,7 @@ impl Run {
     fn end_message(&mut self, out: &mut Vec<RunOutput>, stop_reason: StopReason, error: Option<String>) {
         self.end_block(out);
         let turn = self.turn;
-        self.emit(out, Output::MessageEnded { turn, stop_reason, usage: Usage::default(), error });
+        self.emit(out, Output::MessageEnded { turn, stop_reason, usage: Box::default(), error });
         self.totals.messages += 1;
         self.message_open = false;
         self.batch = Batch::None;
@@ -593,6 +593,6 @@ impl Run {
             incomplete = totals.incomplete_calls,
             "run closed"
         );
-        self.emit(out, Output::RunClosed { status: end.status, final_text, totals, error });
+        self.emit(out, Output::RunClosed { status: end.status, final_text, totals: Box::new(totals), error });
     }
 }

@@ -53,7 +53,7 @@ fn tool(id: &str, kind: ToolKind, args: Option<&str>, result: Option<(&str, &str
 }
 
 fn end(status: RunStatus, result: Option<&str>) -> Input {
-    Input::RunEnded(RunEnd {
+    Input::RunEnded(Box::new(RunEnd {
         status,
         result_text: result.map(str::to_owned),
         usage: None,
@@ -61,7 +61,7 @@ fn end(status: RunStatus, result: Option<&str>) -> Input {
         duration_ms: None,
         incomplete: false,
         extra: vec![],
-    })
+    }))
 }
 
 fn run(events: Vec<InputEvent>) -> Vec<OutputEvent> {
@@ -106,7 +106,7 @@ fn trace(out: &[OutputEvent]) -> Vec<String> {
 const S: &str = "s1";
 
 fn start() -> InputEvent {
-    ev(S, 0, Input::RunStarted(RunStart { cwd: Some("/w".into()), ..RunStart::default() }))
+    ev(S, 0, Input::RunStarted(Box::new(RunStart { cwd: Some("/w".into()), ..RunStart::default() })))
 }
 
 #[test]
@@ -299,8 +299,8 @@ fn a_new_run_before_result_closes_the_previous_one() {
 fn sessions_are_independent_and_short_ids_do_not_collide() {
     // `Read_3` repeats across sessions: call state is keyed by (session, call id).
     let out = run(vec![
-        ev("x", 0, Input::RunStarted(RunStart::default())),
-        ev("y", 0, Input::RunStarted(RunStart::default())),
+        ev("x", 0, Input::RunStarted(Box::default())),
+        ev("y", 0, Input::RunStarted(Box::default())),
         ev("x", 1, Input::ToolStarted(tool("Read_3", ToolKind::Read, Some(r#"{"path":"a"}"#), None))),
         ev("y", 1, Input::ToolStarted(tool("Read_3", ToolKind::Read, Some(r#"{"path":"b"}"#), None))),
         ev("y", 2, Input::ToolCompleted(tool("Read_3", ToolKind::Read, None, Some(("success", "{}"))))),
@@ -514,7 +514,7 @@ fn a_failed_source_fails_its_open_runs_with_its_message_as_a_reported_failure() 
     assert_eq!(error.as_deref(), Some("cursor-agent exited with status 3: boom"));
     // A run that already ended is left alone.
     let mut out = Vec::new();
-    c.handle(ev("s2", 3, Input::RunStarted(RunStart::default())), &mut out);
+    c.handle(ev("s2", 3, Input::RunStarted(Box::default())), &mut out);
     c.handle(ev("s2", 4, end(RunStatus::Finished, Some("done"))), &mut out);
     c.push(Item::SourceFailed(Arc::from("late")), &mut out);
     let t = trace(&sink_facing(out));
@@ -579,5 +579,5 @@ fn a_run_its_input_ends_inside_or_its_source_ends_as_incomplete_says_so_and_a_re
         incomplete: true,
         extra: vec![],
     };
-    assert_eq!(incomplete_of(vec![start(), ev(S, 1, Input::RunEnded(by_source))]), [true]);
+    assert_eq!(incomplete_of(vec![start(), ev(S, 1, Input::RunEnded(Box::new(by_source)))]), [true]);
 }

@@ -5,7 +5,8 @@
 //! thinking and tool-call JSON as output; the prompt (first message only) and the tool results
 //! the message consumed as input. Pure state machine over output events.
 
-use rustc_hash::FxHashMap as HashMap;
+mod runs;
+
 use std::sync::Arc;
 
 use toolstream_schemas::models::{ModelLimits, ModelTable};
@@ -13,6 +14,7 @@ use toolstream_schemas::{Output, OutputEvent, RunId, StopReason, TokenUsage, Usa
 
 use crate::item::RunOutput;
 use crate::present::bounds::estimate_tokens;
+use runs::OpenRuns;
 
 /// Limits a turn's SDK usage must respect to be believed: those of the run's model (SPEC §6c),
 /// from the table of known Cursor models (`schemas/models.json`). Override an entry with
@@ -48,7 +50,7 @@ struct RunUsage {
 #[derive(Debug, Default)]
 pub struct UsageCore {
     cfg: UsageConfig,
-    runs: HashMap<Arc<RunId>, RunUsage>,
+    runs: OpenRuns<RunUsage>,
 }
 
 fn utf16_len(s: &str) -> u64 {
@@ -80,7 +82,7 @@ fn json_utf16_len(value: &serde_json::Value) -> u64 {
 
 impl UsageCore {
     pub fn new(cfg: UsageConfig) -> Self {
-        UsageCore { cfg, runs: HashMap::default() }
+        UsageCore { cfg, runs: OpenRuns::default() }
     }
 
     /// Map a turn's SDK usage to pi's (SPEC §6c), or `None` when it is not sane for a model with
@@ -110,29 +112,29 @@ impl UsageCore {
             RunOutput::Event(ev) => ev,
             RunOutput::TurnUsage { run, at_ms, usage } => return self.turn_usage(run, at_ms, usage, out),
         };
-        let run = ev.run.clone();
+        let run = &ev.run;
         match &mut ev.kind {
             Output::RunOpened { prompt, model, .. } => {
                 // The prompt is input once per run: on its first message.
                 let input = prompt.as_deref().map_or(0, estimate_tokens);
                 let limits = Some(self.cfg.models.limits(model.as_deref()));
-                self.runs.insert(run, RunUsage { limits, input, context: input, ..RunUsage::default() });
+                *self.runs.get(run) = RunUsage { limits, input, context: input, ..RunUsage::default() };
             }
             Output::MessageStarted { .. } => {
-                let r = self.runs.entry(run).or_default();
+                let r = self.runs.get(run);
                 r.message_open = true;
                 r.sdk = r.held.take();
                 r.output_units = 0;
             }
             Output::Text { delta, .. } | Output::Thinking { delta, .. } => {
-                self.runs.entry(run).or_default().output_units += utf16_len(delta);
+                self.runs.get(run).output_units += utf16_len(delta);
             }
             Output::LifecycleLine { title, label, .. } => {
                 // Shown as the thinking text "<title>: <label>\n".
-                self.runs.entry(run).or_default().output_units += utf16_len(title) + utf16_len(label) + 3;
+                self.runs.get(run).output_units += utf16_len(title) + utf16_len(label) + 3;
             }
             Output::Card(card) => {
-                let r = self.runs.entry(run).or_default();
+                let r = self.runs.get(run);
                 r.output_units += json_utf16_len(&card.args);
                 let result = estimate_tokens(&card.result_text);
                 r.next_input += result;
@@ -140,7 +142,7 @@ impl UsageCore {
             }
             Output::MessageEnded { turn, stop_reason, usage, .. } => {
                 let default_limits = self.cfg.models.limits(None);
-                let r = self.runs.entry(run.clone()).or_default();
+                let r = self.runs.get(run);
                 let limits = r.limits.unwrap_or(default_limits);
                 let sdk = r.sdk.and_then(|u| UsageCore::sdk_usage(limits, &u));
                 let failed = matches!(stop_reason, StopReason::Error | StopReason::Aborted);
@@ -155,7 +157,7 @@ impl UsageCore {
                         (Usage { input, output, total_tokens: total, ..Usage::default() }, "estimate")
                     }
                 };
-                *usage = applied;
+                **usage = applied;
                 r.owed = *stop_reason == StopReason::ToolUse && r.sdk.is_none();
                 r.context += applied.output;
                 r.input = std::mem::take(&mut r.next_input);
@@ -170,7 +172,7 @@ impl UsageCore {
                 fields.insert("cacheRead".into(), applied.cache_read.into());
                 fields.insert("cacheWrite".into(), applied.cache_write.into());
                 fields.insert("totalTokens".into(), applied.total_tokens.into());
-                let at_ms = ev.at_ms;
+                let (run, at_ms) = (run.clone(), ev.at_ms);
                 out.push(ev);
                 out.push(OutputEvent {
                     run,
@@ -180,7 +182,7 @@ impl UsageCore {
                 return;
             }
             Output::RunClosed { .. } => {
-                self.runs.remove(&run);
+                self.runs.remove(run);
             }
             _ => {}
         }
@@ -190,7 +192,7 @@ impl UsageCore {
     /// A turn's SDK usage: held for the message it belongs to, or discarded (late, or a second
     /// usage for one message) with a `usage_discarded` diagnostic.
     fn turn_usage(&mut self, run: Arc<RunId>, at_ms: u64, usage: TokenUsage, out: &mut Vec<OutputEvent>) {
-        let r = self.runs.entry(run.clone()).or_default();
+        let r = self.runs.get(&run);
         let verdict = if r.owed {
             r.owed = false;
             "late"

@@ -1,6 +1,6 @@
 use std::sync::Arc;
 
-use toolstream_schemas::{Output, OutputEvent, RunId, RunTotals, StopReason, TokenUsage, Usage};
+use toolstream_schemas::{Output, OutputEvent, RunId, StopReason, TokenUsage, Usage};
 
 use super::UsageCore;
 use crate::item::RunOutput;
@@ -39,7 +39,7 @@ fn turn(input: u64, output: u64, read: u64, write: u64) -> K {
 }
 
 fn end(turn: u32, stop: StopReason) -> Output {
-    Output::MessageEnded { turn, stop_reason: stop, usage: Usage::default(), error: None }
+    Output::MessageEnded { turn, stop_reason: stop, usage: Box::default(), error: None }
 }
 
 fn card(content: &str) -> Output {
@@ -83,7 +83,7 @@ fn usages_with(mut core: UsageCore, events: Vec<RunOutput>) -> Vec<Usage> {
     }
     out.iter()
         .filter_map(|e| match &e.kind {
-            Output::MessageEnded { usage, .. } => Some(*usage),
+            Output::MessageEnded { usage, .. } => Some(**usage),
             _ => None,
         })
         .collect()
@@ -110,7 +110,7 @@ fn spec_example_turn_usage_lands_on_the_tool_use_message_and_the_final_one_estim
             Output::RunClosed {
                 status: toolstream_schemas::RunStatus::Finished,
                 final_text: String::new(),
-                totals: RunTotals::default(),
+                totals: Box::default(),
                 error: None,
             },
         ),

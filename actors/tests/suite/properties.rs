@@ -218,7 +218,7 @@ impl Step {
     fn item(&self) -> Item {
         let kind = match &self.ev {
             Ev::Tick => return Item::Tick(self.at),
-            Ev::RunStarted => Input::RunStarted(RunStart { cwd: Some("/w".into()), ..RunStart::default() }),
+            Ev::RunStarted => Input::RunStarted(Box::new(RunStart { cwd: Some("/w".into()), ..RunStart::default() })),
             Ev::Prompt(text) => Input::UserPrompt { text: text.clone() },
             Ev::Thinking(text) => Input::ThinkingDelta { text: text.clone() },
             Ev::Text(text) => Input::TextDelta { text: text.clone() },
@@ -236,7 +236,7 @@ impl Step {
             }
             Ev::ShellOut { stream, data } => Input::ShellOutput { call_id: None, stream: *stream, data: data.clone() },
             Ev::Usage(u) => Input::TurnUsage(*u),
-            Ev::Ended { status, result } => Input::RunEnded(RunEnd {
+            Ev::Ended { status, result } => Input::RunEnded(Box::new(RunEnd {
                 status: *status,
                 result_text: result.clone(),
                 usage: None,
@@ -244,7 +244,7 @@ impl Step {
                 duration_ms: None,
                 incomplete: false,
                 extra: vec![],
-            }),
+            })),
         };
         Item::Input(InputEvent {
             session: Arc::from(SESSIONS[self.session]),

@@ -33,7 +33,7 @@ fn tool(id: &str, kind: ToolKind, args: &str, result: Option<&str>) -> Box<ToolE
 
 fn start(t: u64, prompt: &str) -> Vec<Item> {
     vec![
-        at(t, Input::RunStarted(RunStart { cwd: Some("/w".into()), ..RunStart::default() })),
+        at(t, Input::RunStarted(Box::new(RunStart { cwd: Some("/w".into()), ..RunStart::default() }))),
         at(t, Input::UserPrompt { text: prompt.into() }),
     ]
 }
@@ -41,7 +41,7 @@ fn start(t: u64, prompt: &str) -> Vec<Item> {
 fn end(t: u64) -> Item {
     at(
         t,
-        Input::RunEnded(RunEnd {
+        Input::RunEnded(Box::new(RunEnd {
             status: RunStatus::Finished,
             result_text: None,
             usage: None,
@@ -49,7 +49,7 @@ fn end(t: u64) -> Item {
             duration_ms: None,
             incomplete: false,
             extra: vec![],
-        }),
+        })),
     )
 }
 
@@ -81,7 +81,7 @@ fn cards(out: &[OutputEvent]) -> Vec<(String, String)> {
 fn message_ends(out: &[OutputEvent]) -> Vec<(StopReason, Usage, u64)> {
     out.iter()
         .filter_map(|e| match &e.kind {
-            Output::MessageEnded { stop_reason, usage, .. } => Some((*stop_reason, *usage, e.at_ms)),
+            Output::MessageEnded { stop_reason, usage, .. } => Some((*stop_reason, **usage, e.at_ms)),
             _ => None,
         })
         .collect()

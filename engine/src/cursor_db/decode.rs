@@ -170,7 +170,7 @@ impl<'a> Conversation<'a> {
             context: None,
             extra: Vec::new(),
         };
-        out.push(self.event(Input::RunStarted(start)));
+        out.push(self.event(Input::RunStarted(Box::new(start))));
         if let Some(text) = prompt {
             out.push(self.event(Input::UserPrompt { text }));
         }
@@ -195,7 +195,7 @@ impl<'a> Conversation<'a> {
             incomplete: false,
             extra: Vec::new(),
         };
-        out.push(self.event(Input::RunEnded(end)));
+        out.push(self.event(Input::RunEnded(Box::new(end))));
     }
 
     fn bubble(&mut self, key: &str, pos: u64, bubble: Result<Bubble, String>, out: &mut Vec<Decoded>) {

@@ -56,13 +56,13 @@ impl CliDecoder {
         match (line.kind.as_ref(), sub) {
             ("system", "init") => {
                 // Unknown init fields travel inside RunStart.
-                push(Input::RunStarted(RunStart {
+                push(Input::RunStarted(Box::new(RunStart {
                     cwd: rest_str(&line, "cwd"),
                     model: rest_str(&line, "model"),
                     prompt: None,
                     context: None,
                     extra: unknown(&line, &["cwd", "model", "apiKeySource", "permissionMode"]),
-                }));
+                })));
                 return Ok(());
             }
             ("user", _) => {
@@ -107,7 +107,7 @@ impl CliDecoder {
             ("result", _) => {
                 // Unknown result fields travel inside RunEnd.
                 let known = ["duration_ms", "duration_api_ms", "is_error", "result", "request_id", "usage"];
-                push(Input::RunEnded(run_end(&line, sub, &known)?));
+                push(Input::RunEnded(Box::new(run_end(&line, sub, &known)?)));
                 return Ok(());
             }
             (kind, sub) => {

@@ -24,8 +24,8 @@ use toolstream_schemas::cursor_exec::{
     Outcome, ShellResult,
 };
 use toolstream_schemas::{
-    CallArgs, CallIdent, Input, InputEvent, Int, ResultStatus, RunEnd, RunStart, RunStatus, SourcePos, TokenUsage,
-    Tool, ToolEvent, ToolKind, ToolResult,
+    CallArgs, CallIdent, Input, InputEvent, Int, ResultStatus, RunEnd, RunStatus, SourcePos, TokenUsage, Tool,
+    ToolEvent, ToolKind, ToolResult,
 };
 
 /// A started exec call, kept until its result.
@@ -59,7 +59,7 @@ impl ExecDecoder {
             self.run_open = true;
             self.started.clear();
             self.by_id.clear();
-            push(Input::RunStarted(RunStart::default()));
+            push(Input::RunStarted(Box::default()));
         }
         if let Some(update) = line.interaction_update {
             self.update(update, &mut push)?;
@@ -102,7 +102,7 @@ impl ExecDecoder {
                     reasoning_tokens: None,
                 }));
             }
-            push(Input::RunEnded(RunEnd {
+            push(Input::RunEnded(Box::new(RunEnd {
                 status: RunStatus::Finished,
                 result_text: None,
                 usage: None,
@@ -110,7 +110,7 @@ impl ExecDecoder {
                 duration_ms: None,
                 incomplete: false,
                 extra: Vec::new(),
-            }));
+            })));
             self.run_open = false;
         } else if u.heartbeat.is_some() || u.token_delta.is_some() {
             // Nothing to show.

@@ -358,7 +358,7 @@ impl HookDecoder {
             context: Some(Box::new(context)),
             extra: Vec::new(),
         };
-        cx.push(self, Input::RunStarted(start));
+        cx.push(self, Input::RunStarted(Box::new(start)));
         if p.event() != Some(HookEvent::BeforeSubmitPrompt) {
             if let Some(task) = parent.and_then(|s| s.task) {
                 cx.push(self, Input::UserPrompt { text: task });
@@ -406,7 +406,7 @@ impl HookDecoder {
         let c = self.conversation(&cx.conv);
         let turn = c.open.as_ref()?.key.clone();
         let end = RunEnd { status, result_text: None, usage, error, duration_ms: None, incomplete, extra: Vec::new() };
-        cx.push(self, Input::RunEnded(end));
+        cx.push(self, Input::RunEnded(Box::new(end)));
         let c = self.conversation(&cx.conv);
         c.open = None;
         c.calls.clear();

@@ -44,13 +44,13 @@ impl SdkDecoder {
         match rec.body {
             SdkRecordBody::Start(start) => {
                 let prompt = start.prompt.clone();
-                push(Input::RunStarted(RunStart {
+                push(Input::RunStarted(Box::new(RunStart {
                     cwd: start.cwd.clone(),
                     model: start.model_id().map(str::to_owned),
                     prompt: None,
                     context: None,
                     extra: to_unknown(start.extra)?,
-                }));
+                })));
                 if let Some(text) = prompt {
                     push(Input::UserPrompt { text });
                 }
@@ -72,7 +72,7 @@ impl SdkDecoder {
                     push(Input::Raw { what: format!("step:{type_name}"), value: raw_of(&raw)? });
                 }
             },
-            SdkRecordBody::Wait(result) => push(Input::RunEnded(run_end(result)?)),
+            SdkRecordBody::Wait(result) => push(Input::RunEnded(Box::new(run_end(result)?))),
             SdkRecordBody::Unknown => {
                 let value = RawValue::from_string(text.to_owned()).map_err(|e| e.to_string())?;
                 push(Input::Raw { what: "sdk-record".into(), value });

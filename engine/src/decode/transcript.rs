@@ -255,7 +255,7 @@ impl TranscriptDecoder {
             extra: Vec::new(),
         };
         self.open = true;
-        self.push(out, pos, Input::RunStarted(start));
+        self.push(out, pos, Input::RunStarted(Box::new(start)));
     }
 
     fn end(&mut self, status: RunStatus, error: Option<String>, pos: SourcePos, out: &mut Vec<InputEvent>) {
@@ -280,7 +280,7 @@ impl TranscriptDecoder {
         }
         let end =
             RunEnd { status, result_text: None, usage: None, error, duration_ms: None, incomplete, extra: Vec::new() };
-        self.push(out, pos, Input::RunEnded(end));
+        self.push(out, pos, Input::RunEnded(Box::new(end)));
     }
 
     /// Assistant text without Cursor's reasoning placeholders.

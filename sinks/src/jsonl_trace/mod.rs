@@ -655,7 +655,7 @@ mod tests {
                 Output::RunClosed {
                     status: RunStatus::Finished,
                     final_text: "secret final text".into(),
-                    totals: RunTotals::default(),
+                    totals: Box::default(),
                     error: None,
                 },
             )

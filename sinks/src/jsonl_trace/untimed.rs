@@ -130,7 +130,7 @@ mod tests {
         let kind = Output::RunClosed {
             status: toolstream_schemas::RunStatus::Error,
             final_text: String::new(),
-            totals: toolstream_schemas::RunTotals::default(),
+            totals: Box::default(),
             error: None,
         };
         OutputEvent { run: run.clone(), at_ms, kind }

@@ -328,7 +328,7 @@ mod tests {
         enc.push(
             &ev(
                 &run,
-                Output::MessageEnded { turn: 1, stop_reason: StopReason::Stop, usage: Usage::default(), error: None },
+                Output::MessageEnded { turn: 1, stop_reason: StopReason::Stop, usage: Box::default(), error: None },
             ),
             &mut out,
         );

@@ -70,7 +70,7 @@ fn closed(status: RunStatus, reported: Option<TokenUsage>) -> Output {
     Output::RunClosed {
         status,
         final_text: String::new(),
-        totals: RunTotals { reported_usage: reported, ..RunTotals::default() },
+        totals: Box::new(RunTotals { reported_usage: reported, ..RunTotals::default() }),
         error: (status != RunStatus::Finished).then(|| "agent stopped".to_owned()),
     }
 }
@@ -138,7 +138,7 @@ fn cancelled_run() -> Vec<OutputEvent> {
             Output::MessageEnded {
                 turn: 1,
                 stop_reason: StopReason::ToolUse,
-                usage: Usage { input: 5, output: 1, ..Usage::default() },
+                usage: Box::new(Usage { input: 5, output: 1, ..Usage::default() }),
                 error: None,
             },
         ),
@@ -236,7 +236,7 @@ fn content_only_with_the_opt_in_and_bounded() {
 fn tokens_fall_back_to_the_messages_and_mcp_tools_are_extensions() {
     let run = Arc::new(RunId { session: "s".into(), seq: 2 });
     let usage = Usage { input: 3, output: 2, cache_read: 1, cache_write: 0, ..Usage::default() };
-    let ended = || Output::MessageEnded { turn: 1, stop_reason: StopReason::Stop, usage, error: None };
+    let ended = || Output::MessageEnded { turn: 1, stop_reason: StopReason::Stop, usage: Box::new(usage), error: None };
     let events = [
         ev(&run, 10, card("bbbb0001", Tool::Known(ToolKind::Mcp), false, None, (5, 9))),
         ev(&run, 11, ended()),
@@ -599,7 +599,7 @@ fn hook_runs_carry_cursor_facts_cache_writes_under_both_names_and_incomplete_tur
     let incomplete_close = Output::RunClosed {
         status: RunStatus::Error,
         final_text: String::new(),
-        totals: RunTotals { reported_usage: Some(usage), incomplete: true, ..RunTotals::default() },
+        totals: Box::new(RunTotals { reported_usage: Some(usage), incomplete: true, ..RunTotals::default() }),
         error: Some("incomplete: the turn ended without a `stop` hook".into()),
     };
     let (out, _) =

@@ -5,9 +5,7 @@ use std::sync::Arc;
 
 use serde_json::{json, Value};
 use toolstream_schemas::ids::call_ref;
-use toolstream_schemas::{
-    Card, Cost, Output, OutputEvent, RunId, RunStatus, RunTotals, ShellStream, StopReason, Tool, Usage,
-};
+use toolstream_schemas::{Card, Cost, Output, OutputEvent, RunId, RunStatus, ShellStream, StopReason, Tool, Usage};
 
 pub fn run(session: &str, seq: u32) -> Arc<RunId> {
     Arc::new(RunId { session: session.into(), seq })
@@ -54,11 +52,11 @@ pub fn usage(input: u64, output: u64) -> Usage {
 }
 
 pub fn ended(stop: StopReason, usage: Usage, error: Option<&str>) -> Output {
-    Output::MessageEnded { turn: 0, stop_reason: stop, usage, error: error.map(str::to_owned) }
+    Output::MessageEnded { turn: 0, stop_reason: stop, usage: Box::new(usage), error: error.map(str::to_owned) }
 }
 
 pub fn closed(status: RunStatus) -> Output {
-    Output::RunClosed { status, final_text: String::new(), totals: RunTotals::default(), error: None }
+    Output::RunClosed { status, final_text: String::new(), totals: Box::default(), error: None }
 }
 
 /// A card for call `k` of a run labelled `label`.

@@ -9,8 +9,7 @@ use std::sync::Arc;
 use serde_json::json;
 use toolstream_schemas::ids::call_ref;
 use toolstream_schemas::{
-    Card, LineKind, Output, OutputEvent, RunId, RunStatus, RunTotals, ShellStream, StopReason, StyledLine, Tool,
-    ToolKind, Usage,
+    Card, LineKind, Output, OutputEvent, RunId, RunStatus, ShellStream, StopReason, StyledLine, Tool, ToolKind,
 };
 use toolstream_sinks::cards::{CardsOptions, CardsSink, Style};
 use toolstream_sinks::Sink;
@@ -99,7 +98,7 @@ fn hostile_events() -> Vec<OutputEvent> {
             Output::MessageEnded {
                 turn: 1,
                 stop_reason: StopReason::Error,
-                usage: Usage::default(),
+                usage: Box::default(),
                 error: Some(format!("E {EVIL}")),
             },
         ),
@@ -108,7 +107,7 @@ fn hostile_events() -> Vec<OutputEvent> {
             Output::RunClosed {
                 status: RunStatus::Error,
                 final_text: String::new(),
-                totals: RunTotals::default(),
+                totals: Box::default(),
                 error: None,
             },
         ),

@@ -139,7 +139,12 @@ fn full_run() -> Vec<OutputEvent> {
         ev(
             &r,
             114,
-            Output::MessageEnded { turn: 1, stop_reason: StopReason::Error, usage, error: Some("boom".into()) },
+            Output::MessageEnded {
+                turn: 1,
+                stop_reason: StopReason::Error,
+                usage: Box::new(usage),
+                error: Some("boom".into()),
+            },
         ),
         ev(
             &r,
@@ -147,7 +152,7 @@ fn full_run() -> Vec<OutputEvent> {
             Output::RunClosed {
                 status: RunStatus::Error,
                 final_text: SECRET.into(),
-                totals: RunTotals {
+                totals: Box::new(RunTotals {
                     reported_usage: Some(reported),
                     messages: 1,
                     cards: 1,
@@ -155,7 +160,7 @@ fn full_run() -> Vec<OutputEvent> {
                     incomplete_calls: 2,
                     duration_ms: Some(15),
                     incomplete: false,
-                },
+                }),
                 error: Some("run failed".into()),
             },
         ),
@@ -303,7 +308,7 @@ fn optional_values_are_null() {
         ev(
             &r,
             2,
-            Output::MessageEnded { turn: 2, stop_reason: StopReason::ToolUse, usage: Usage::default(), error: None },
+            Output::MessageEnded { turn: 2, stop_reason: StopReason::ToolUse, usage: Box::default(), error: None },
         ),
         ev(
             &r,
@@ -311,7 +316,7 @@ fn optional_values_are_null() {
             Output::RunClosed {
                 status: RunStatus::Finished,
                 final_text: String::new(),
-                totals: RunTotals::default(),
+                totals: Box::default(),
                 error: None,
             },
         ),

@@ -204,23 +204,11 @@ impl Scrubber {
             Value::Array(items) => items.iter_mut().for_each(|item| self.scrub_json(item)),
             Value::Object(map) => {
                 for (key, item) in map.iter_mut() {
-                    match item {
-                        Value::String(s) => {
-                            self.scrub_string_in_place(s);
-                            if !s.is_empty() && !is_redacted_value(s) && is_secret_key(key) {
-                                *s = REDACTED.to_owned();
-                            }
-                        }
-                        Value::Null => {}
-                        // Whatever sits under a secret key goes, whatever its shape.
-                        other if is_secret_key(key) => *other = Value::String(REDACTED.to_owned()),
-                        other => self.scrub_json(other),
-                    }
+                    self.scrub_member(key, item);
                 }
                 // Header lists: `{"name": "Authorization", "value": "…"}`.
-                let names_a_secret = ["name", "key", "header"]
-                    .iter()
-                    .any(|k| map.get(*k).and_then(Value::as_str).is_some_and(is_secret_key));
+                let names_a_secret =
+                    HEADER_NAME_KEYS.iter().any(|k| map.get(*k).and_then(Value::as_str).is_some_and(is_secret_key));
                 if names_a_secret {
                     if let Some(v) = map.get_mut("value").filter(|v| !v.is_null()) {
                         *v = Value::String(REDACTED.to_owned());
@@ -228,6 +216,54 @@ impl Scrubber {
                 }
             }
             Value::Null | Value::Bool(_) | Value::Number(_) => {}
+        }
+    }
+
+    /// What [`Scrubber::scrub_json`] makes of `map[key]` (a copy), without scrubbing the rest of
+    /// `map`: for readers of a few fields of a large object.
+    pub fn scrub_field(&self, map: &serde_json::Map<String, Value>, key: &str) -> Option<Value> {
+        let item = map.get(key)?;
+        let names_a_secret = || {
+            HEADER_NAME_KEYS
+                .iter()
+                .any(|k| self.scrub_field(map, k).as_ref().and_then(Value::as_str).is_some_and(is_secret_key))
+        };
+        if key == "value" && !item.is_null() && names_a_secret() {
+            return Some(Value::String(REDACTED.to_owned()));
+        }
+        Some(match item {
+            Value::String(s) => Value::String(self.scrub_string_under(key, s).into_owned()),
+            other => {
+                let mut v = other.clone();
+                self.scrub_member(key, &mut v);
+                v
+            }
+        })
+    }
+
+    /// A member of an object, under `key`: its strings scrubbed, all of it redacted under a key
+    /// that names a secret.
+    fn scrub_member(&self, key: &str, item: &mut Value) {
+        match item {
+            Value::String(s) => {
+                if let Cow::Owned(scrubbed) = self.scrub_string_under(key, s) {
+                    *s = scrubbed;
+                }
+            }
+            Value::Null => {}
+            // Whatever sits under a secret key goes, whatever its shape.
+            other if is_secret_key(key) => *other = Value::String(REDACTED.to_owned()),
+            other => self.scrub_json(other),
+        }
+    }
+
+    /// A string member of an object, under `key`.
+    fn scrub_string_under<'s>(&self, key: &str, s: &'s str) -> Cow<'s, str> {
+        let scrubbed = self.scrub(s);
+        if !scrubbed.is_empty() && !is_redacted_value(&scrubbed) && is_secret_key(key) {
+            Cow::Owned(REDACTED.to_owned())
+        } else {
+            scrubbed
         }
     }
 
@@ -292,6 +328,10 @@ fn replace_matches(s: &str, regex: &Regex, with: &str) -> Option<String> {
     }
     rw.finish()
 }
+
+/// The members of an object that name what its `value` member holds (header lists:
+/// `{"name": "Authorization", "value": "…"}`).
+const HEADER_NAME_KEYS: [&str; 3] = ["name", "key", "header"];
 
 /// Whether a whole string value is already redacted: a marker, or `<auth scheme> [redacted]`.
 fn is_redacted_value(s: &str) -> bool {

@@ -25,6 +25,27 @@ fn secret_keys_lose_values_of_any_shape_and_header_lists_their_value() {
 use proptest::prelude::*;
 use serde_json::json;
 
+#[test]
+fn a_field_scrubbed_alone_is_that_field_of_the_whole_object_scrubbed() {
+    let sc = Scrubber::new(Some("sk-live-123".into()));
+    let objects = [
+        json!({"name": "Authorization", "value": "Basic Zm9vOmJhcg==", "other": "x"}),
+        json!({"key": "X-Api-Key", "value": {"nested": "v"}, "header": null}),
+        json!({"header": "Accept", "value": "json", "token": "t0k", "apiKey": ["k1"], "session_id": 7}),
+        json!({"name": "token", "value": null, "command": "curl -H 'Authorization: Bearer abc.def' https://u:p@h/?k=sk-live-123"}),
+        json!({"path": "/w/a", "edits": [{"old_string": "password=hunter2", "new_string": "sk-live-123"}], "cookie": ""}),
+        json!({"key": "Bearer [redacted]", "value": "v", "secret": "[redacted]", "password": false}),
+    ];
+    for obj in objects {
+        let mut whole = obj.clone();
+        sc.scrub_json(&mut whole);
+        let (map, whole) = (obj.as_object().unwrap(), whole.as_object().unwrap());
+        for key in map.keys().map(String::as_str).chain(["absent"]) {
+            assert_eq!(sc.scrub_field(map, key).as_ref(), whole.get(key), "{key} of {obj}");
+        }
+    }
+}
+
 fn scrub(s: &str) -> String {
     Scrubber::default().scrub(s).into_owned()
 }

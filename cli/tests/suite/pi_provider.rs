@@ -5,9 +5,10 @@
 //!   the pi session sink; `abort`, end of input, failures (as `error` messages), and the
 //!   `cursor-agent` source with a stand-in `cursor-agent` script;
 //! - real pi (each of `scripts/pi-versions`, installed by `scripts/install-pi`), offline, with a temporary agent dir
-//!   and home: `pi --no-extensions -e integrations/pi --provider cursor --mode json -p …` on
-//!   recorded runs (pi's own events and the session file pi writes hold the run's messages, one
-//!   tool execution per replayed call with its recorded result, the final stop reason), a
+//!   and home: `pi --no-extensions -e integrations/pi --provider cursor` on recorded runs, in
+//!   print mode (`--mode json -p …`) and in long-lived RPC pi's that replay one recording per new
+//!   session (pi's own events and the session file pi writes hold the run's messages, one tool
+//!   execution per replayed call with its recorded result, the final stop reason), a
 //!   recorded `touch`/`rm`/edit/write that leaves the file system untouched, and an abort in RPC
 //!   mode that ends with `aborted` and leaves no toolstream process behind.
 //!

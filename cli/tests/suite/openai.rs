@@ -161,11 +161,20 @@ fn start_server(args: &[&str], vars: &[(&str, &str)]) -> Server {
 }
 
 fn run_client(python: &Path, args: &[&str]) -> Value {
+    run_client_explained(python, args, String::new)
+}
+
+/// [`run_client`]; should the client fail or time out, the panic also says `context()` (the
+/// server's stderr, say).
+fn run_client_explained(python: &Path, args: &[&str], context: impl FnOnce() -> String) -> Value {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/openai_client.py");
     let mut cmd = Command::new(python);
     cmd.arg(script).args(args);
-    let done = common::run_with_timeout(&mut cmd, None, Duration::from_secs(120)).unwrap();
-    assert_eq!(done.code, Some(0), "client failed:\n{}\n{}", done.stdout, done.stderr);
+    let done = match common::run_with_timeout(&mut cmd, None, Duration::from_secs(120)) {
+        Ok(done) => done,
+        Err(e) => panic!("client failed: {e}\n{}", context()),
+    };
+    assert_eq!(done.code, Some(0), "client failed:\n{}\n{}\n{}", done.stdout, done.stderr, context());
     serde_json::from_str(done.stdout.trim()).unwrap()
 }
 
@@ -332,9 +341,20 @@ fn a_run_paused_on_a_client_tool_is_held_back_and_loses_nothing() {
             ("FAKE_ARGS", r#"{"path":"src"}"#),
             ("FAKE_CHATTER_LINES", &LINES.to_string()),
             ("FAKE_CHATTER_GO", go.to_str().unwrap()),
+            // The run's decisions, for the message should it fail.
+            ("TOOLSTREAM_LOG", "debug"),
         ],
     );
-    let seen = run_client(&python, &["paused", &server.url, KEY, runs.to_str().unwrap(), go.to_str().unwrap()]);
+    // It failed twice in whole-suite runs (the client timed out after 120 s) and never alone:
+    // should it fail again, say how far the stand-in got and what the server logged.
+    let seen = run_client_explained(
+        &python,
+        &["paused", &server.url, KEY, runs.to_str().unwrap(), go.to_str().unwrap()],
+        || {
+            let written = std::fs::read_to_string(format!("{}.written", go.display())).unwrap_or_default();
+            format!("texts the stand-in wrote: {written}\nthe server's stderr:\n{}", server.stderr())
+        },
+    );
     let stderr = server.stderr();
     drop(server);
     let written = seen["written_while_paused"].as_u64().unwrap();

@@ -264,9 +264,10 @@ fn observer(name: &str, dir: &Path) -> Option<Observer> {
         ob
     };
     // `toolstream bridge` on a tools file of one tool named `tool` (stdin closed: it lists its
-    // endpoint, or says why not, then ends).
+    // endpoint, or says why not, then ends). The file is this setting's own: observers run side by
+    // side, and one rewriting a file another's run is reading made that run fail (exit 2).
     let bridge = |tool: &str| {
-        let file = dir.join(format!("tools-{tool}.json"));
+        let file = dir.join(format!("tools-{name}.json"));
         let def = serde_json::json!([{"name": tool, "description": "d", "parameters": {"type": "object"}}]);
         std::fs::write(&file, def.to_string()).unwrap();
         vec!["bridge".to_owned(), "--tools".into(), file.display().to_string()]

@@ -142,7 +142,11 @@ impl Scrubber {
                     }
                 }
                 _ if !candidates.contains(i) => {}
-                Action::Pattern { regex, replace } => apply(&mut cur, |t| replace_matches(t, regex, replace)),
+                Action::Pattern { pattern, replace } => match pattern.regex() {
+                    Some(regex) => apply(&mut cur, |t| replace_matches(t, regex, replace)),
+                    // Fail closed, as without the rules at all (a checked load rules this out).
+                    None => return Cow::Owned(REDACTED.to_owned()),
+                },
                 Action::Scanner(scanner) => apply(&mut cur, |t| run_scanner(*scanner, t, &rules.fields)),
             }
         }

@@ -15,6 +15,9 @@ its call waits, as Cursor's parallel work does: once the file `$FAKE_CHATTER_GO`
 client has seen the call), N assistant texts `chatter <i>` of about 1 KiB each are printed, and
 after each the count printed so far is written to `$FAKE_CHATTER_GO.written` (a print blocks when
 toolstream holds the run back).
+
+With `$FAKE_TRACE` (a path), each step it reaches is appended there with the time, for a test's
+failure message.
 """
 
 import json
@@ -34,16 +37,27 @@ def emit(obj):
     print(json.dumps(obj), flush=True)
 
 
+def trail(step):
+    path = os.environ.get("FAKE_TRACE")
+    if path:
+        with open(path, "a") as f:
+            f.write(f"{time.time():.3f} {step}\n")
+
+
 def text_of(result):
     return "\n".join(c.text for c in result.content if getattr(c, "type", "") == "text")
 
 
 async def call_bridge(url, tool, args):
+    trail("connecting to the bridge")
     async with streamable_http_client(url) as (read, write):
         async with ClientSession(read, write) as session:
             await session.initialize()
+            trail("initialized")
             listed = await session.list_tools()
+            trail("listed")
             result = await session.call_tool(tool, args)
+            trail("call answered")
             return [t.name for t in listed.tools], result
 
 
@@ -54,6 +68,7 @@ def chatter(lines, go):
         if time.monotonic() > deadline:
             return
         time.sleep(0.01)
+    trail("chatter begins")
     pad = " ".join(["words the run goes on writing while its client runs a tool"] * 16)
     for i in range(lines):
         emit({"type": "assistant", "message": {"role": "assistant", "content": [{"type": "text", "text": f"chatter {i:06d} {pad}\n"}]}, "session_id": SESSION, "timestamp_ms": 1791237648400 + i})
@@ -62,6 +77,7 @@ def chatter(lines, go):
 
 
 def main():
+    trail("started")
     log = {"argv": sys.argv[1:]}
     config_path = os.path.join(os.environ.get("HOME", ""), ".cursor", "mcp.json")
     try:
@@ -87,6 +103,7 @@ def main():
     call_id = "call-bridge-1"
     mcp_args = {"name": "pi-tools-" + tool, "args": args, "toolCallId": call_id, "providerIdentifier": "pi-tools", "toolName": tool}
     emit({"type": "tool_call", "subtype": "started", "call_id": call_id, "tool_call": {"mcpToolCall": {"args": mcp_args}}, "session_id": SESSION, "timestamp_ms": 1791237648300})
+    trail("tool call started printed")
     talker = None
     if os.environ.get("FAKE_CHATTER_LINES"):
         talker = threading.Thread(target=chatter, args=(int(os.environ["FAKE_CHATTER_LINES"]), os.environ["FAKE_CHATTER_GO"]))
@@ -94,6 +111,7 @@ def main():
     names, result = anyio.run(call_bridge, url, tool, args)
     if talker is not None:
         talker.join()
+        trail("chatter done")
     answer = text_of(result)
     log.update({"listed": names, "result_text": answer, "result_is_error": bool(result.is_error)})
     with open(os.environ["FAKE_LOG"], "w") as f:
@@ -103,6 +121,7 @@ def main():
     final = "The tool said: " + answer
     emit({"type": "assistant", "message": {"role": "assistant", "content": [{"type": "text", "text": final}]}, "session_id": SESSION, "timestamp_ms": 1791237649100})
     emit({"type": "result", "subtype": "success", "is_error": False, "result": "Let me use the project's own tool." + final, "session_id": SESSION, "usage": {"inputTokens": 10, "outputTokens": 5, "cacheReadTokens": 0, "cacheWriteTokens": 0}})
+    trail("result printed")
 
 
 if __name__ == "__main__":

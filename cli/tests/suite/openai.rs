@@ -341,18 +341,26 @@ fn a_run_paused_on_a_client_tool_is_held_back_and_loses_nothing() {
             ("FAKE_ARGS", r#"{"path":"src"}"#),
             ("FAKE_CHATTER_LINES", &LINES.to_string()),
             ("FAKE_CHATTER_GO", go.to_str().unwrap()),
+            ("FAKE_TRACE", dir.join("trail.txt").to_str().unwrap()),
+            ("PI_CURSOR_PI_TOOL_BRIDGE_DEBUG_FILE", dir.join("bridge.jsonl").to_str().unwrap()),
             // The run's decisions, for the message should it fail.
             ("TOOLSTREAM_LOG", "debug"),
         ],
     );
     // It failed twice in whole-suite runs (the client timed out after 120 s) and never alone:
-    // should it fail again, say how far the stand-in got and what the server logged.
+    // should it fail again, say how far the stand-in and the bridge got and what the server logged.
     let seen = run_client_explained(
         &python,
         &["paused", &server.url, KEY, runs.to_str().unwrap(), go.to_str().unwrap()],
         || {
-            let written = std::fs::read_to_string(format!("{}.written", go.display())).unwrap_or_default();
-            format!("texts the stand-in wrote: {written}\nthe server's stderr:\n{}", server.stderr())
+            let read = |p: &Path| std::fs::read_to_string(p).unwrap_or_else(|e| format!("({e})"));
+            let written = read(Path::new(&format!("{}.written", go.display())));
+            format!(
+                "texts the stand-in wrote: {written}\nits steps:\n{}\nthe bridge's log:\n{}\nthe server's stderr:\n{}",
+                read(&dir.join("trail.txt")),
+                read(&dir.join("bridge.jsonl")),
+                server.stderr()
+            )
         },
     );
     let stderr = server.stderr();

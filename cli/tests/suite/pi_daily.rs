@@ -645,15 +645,22 @@ fn cursor_calls_a_pi_tool_through_the_bridge_inside_the_run() {
         )
         .unwrap();
         let log = home.dir.join("agent-log.json");
+        // Should it hang (once, in a whole-suite run): how far the stand-in and the bridge got.
+        let (trail, bridge_log) = (home.dir.join("trail.txt"), home.dir.join("bridge.jsonl"));
         let mut cmd = home.pi(pi);
         cmd.env("TOOLSTREAM_CURSOR_AGENT", &agent)
             .env("FAKE_LOG", &log)
             .env("FAKE_TOOL", "sem_reindex")
             .env("FAKE_ARGS", r#"{"path":"src"}"#)
+            .env("FAKE_TRACE", &trail)
+            .env("PI_CURSOR_PI_TOOL_BRIDGE_DEBUG_FILE", &bridge_log)
             .arg("-e")
             .arg(&ext)
             .args(["--mode", "json", "-p", "reindex src with the project's tool"]);
-        let done = common::run_with_timeout(&mut cmd, None, PI_TIMEOUT).unwrap();
+        let done = common::run_with_timeout(&mut cmd, None, PI_TIMEOUT).unwrap_or_else(|e| {
+            let read = |p: &Path| std::fs::read_to_string(p).unwrap_or_else(|e| format!("({e})"));
+            panic!("{e}\nthe stand-in's steps:\n{}\nthe bridge's log:\n{}", read(&trail), read(&bridge_log))
+        });
         assert_eq!(done.code, Some(0), "pi failed: {}", done.stderr);
         let events: Vec<Value> =
             done.stdout.lines().filter(|l| !l.trim().is_empty()).map(|l| serde_json::from_str(l).unwrap()).collect();

@@ -18,6 +18,10 @@ toolstream holds the run back).
 
 With `$FAKE_TRACE` (a path), each step it reaches is appended there with the time, for a test's
 failure message.
+
+With `$FAKE_CALL_BEFORE_INIT`, the call reaches the bridge before the run's first line does (as it
+may when toolstream is slow to read its input): it is sent first, and the run's lines are printed
+once the bridge's debug file (`$PI_CURSOR_PI_TOOL_BRIDGE_DEBUG_FILE`) says it queued the call.
 """
 
 import json
@@ -76,6 +80,20 @@ def chatter(lines, go):
             f.write(str(i + 1))
 
 
+def queued(diag_file):
+    """Wait (30 s at most) until the bridge's debug file says it queued a call."""
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            with open(diag_file) as f:
+                if '"request_queued"' in f.read():
+                    return True
+        except OSError:
+            pass
+        time.sleep(0.02)
+    return False
+
+
 def main():
     trail("started")
     log = {"argv": sys.argv[1:]}
@@ -89,12 +107,18 @@ def main():
     prompt = sys.argv[-1] if len(sys.argv) > 1 else ""
     tool = "pi__" + os.environ["FAKE_TOOL"]
     args = json.loads(os.environ.get("FAKE_ARGS", "{}"))
+    url = (config.get("mcpServers") or {}).get("pi-tools", {}).get("url")
+    early, answered = None, {}
+    if url is not None and os.environ.get("FAKE_CALL_BEFORE_INIT"):
+        early = threading.Thread(target=lambda: answered.update(done=anyio.run(call_bridge, url, tool, args)))
+        early.start()
+        if queued(os.environ["PI_CURSOR_PI_TOOL_BRIDGE_DEBUG_FILE"]):
+            trail("call queued before the run's first line")
 
     emit({"type": "system", "subtype": "init", "cwd": os.getcwd(), "session_id": SESSION, "model": "Auto", "permissionMode": "default"})
     emit({"type": "user", "message": {"role": "user", "content": [{"type": "text", "text": prompt}]}, "session_id": SESSION})
     emit({"type": "assistant", "message": {"role": "assistant", "content": [{"type": "text", "text": "Let me use the project's own tool."}]}, "session_id": SESSION, "timestamp_ms": 1791237648224})
 
-    url = (config.get("mcpServers") or {}).get("pi-tools", {}).get("url")
     if url is None:
         # No bridge for this run (a request without tools, e.g. a client's title request): Cursor
         # just answers.
@@ -108,7 +132,11 @@ def main():
     if os.environ.get("FAKE_CHATTER_LINES"):
         talker = threading.Thread(target=chatter, args=(int(os.environ["FAKE_CHATTER_LINES"]), os.environ["FAKE_CHATTER_GO"]))
         talker.start()
-    names, result = anyio.run(call_bridge, url, tool, args)
+    if early is not None:
+        early.join()
+        names, result = answered["done"]
+    else:
+        names, result = anyio.run(call_bridge, url, tool, args)
     if talker is not None:
         talker.join()
         trail("chatter done")

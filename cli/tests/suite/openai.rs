@@ -295,6 +295,43 @@ fn the_openai_sdk_runs_its_own_tool_for_cursor_inside_one_run() {
     assert_eq!(std::fs::read_to_string(home.join(".cursor/mcp.json")).unwrap(), own, "the user's file is unchanged");
 }
 
+/// The client's tool call reaches the bridge before the run's first line reaches the server's sink
+/// (the engine behind on cursor-agent's output, as under load): it waits for the run to open and
+/// ends the response as before. (It used to be dropped: the client waited for ever.)
+#[cfg(unix)]
+#[test]
+fn a_client_call_that_comes_before_the_run_opened_waits_for_it() {
+    let Some(python) = python() else { return };
+    let dir = common::tempdir();
+    let (agent, runs) = bridged_stand_in(&dir, &python);
+    let (trail, bridge_log) = (dir.join("trail.txt"), dir.join("bridge.jsonl"));
+    let server = start_server(
+        &["--api-key", KEY],
+        &[
+            ("TOOLSTREAM_CURSOR_AGENT", agent.to_str().unwrap()),
+            ("HOME", dir.to_str().unwrap()),
+            ("FAKE_LOG", dir.join("agent-log.json").to_str().unwrap()),
+            ("FAKE_TOOL", "sem_reindex"),
+            ("FAKE_ARGS", r#"{"path":"src"}"#),
+            ("FAKE_CALL_BEFORE_INIT", "1"),
+            ("FAKE_TRACE", trail.to_str().unwrap()),
+            ("PI_CURSOR_PI_TOOL_BRIDGE_DEBUG_FILE", bridge_log.to_str().unwrap()),
+        ],
+    );
+    let seen = run_client_explained(&python, &["tools", &server.url, KEY, runs.to_str().unwrap()], || {
+        let read = |p: &Path| std::fs::read_to_string(p).unwrap_or_else(|e| format!("({e})"));
+        format!("the stand-in's steps:\n{}\nthe bridge's log:\n{}", read(&trail), read(&bridge_log))
+    });
+    drop(server);
+    let steps = std::fs::read_to_string(&trail).unwrap();
+    assert!(steps.contains("call queued before the run's first line"), "{steps}");
+    let f = &seen["streamed"];
+    assert_eq!(f["calls"], serde_json::json!([{"name": "sem_reindex", "args": {"path": "src"}}]), "{seen}");
+    assert_eq!(f["rounds"], 2, "{seen}");
+    assert!(f["final"].as_str().unwrap().contains("The tool said: reindexed src: 42 files"), "{seen}");
+    assert_eq!(f["runs"], 1, "{seen}");
+}
+
 /// The stand-in cursor-agent that calls a client tool through the bridge
 /// (`tests/py/cursor_agent_bridge.py`), behind a launcher that appends a line to the returned
 /// runs file per run.

@@ -614,6 +614,20 @@ fn venv_python() -> Option<PathBuf> {
 
 #[test]
 fn cursor_calls_a_pi_tool_through_the_bridge_inside_the_run() {
+    bridged_call_through_pi(false);
+}
+
+/// The call reaches the bridge before the run's first line reaches the provider's sink (as it did
+/// under load, once in a whole-suite run, and the call was dropped: pi waited for ever): it waits
+/// for the run to open, then goes to pi as before.
+#[test]
+fn a_bridged_call_that_comes_before_the_run_opened_waits_for_it() {
+    bridged_call_through_pi(true);
+}
+
+/// pi runs its own tool for a stand-in cursor-agent that calls it over MCP, the call sent before
+/// the run's first line when `early`.
+fn bridged_call_through_pi(early: bool) {
     let Some(python) = venv_python() else { return };
     each_pi_home(|pi, home| {
         // A stand-in cursor-agent that calls pi's tool over MCP, as Cursor does.
@@ -654,6 +668,7 @@ fn cursor_calls_a_pi_tool_through_the_bridge_inside_the_run() {
             .env("FAKE_ARGS", r#"{"path":"src"}"#)
             .env("FAKE_TRACE", &trail)
             .env("PI_CURSOR_PI_TOOL_BRIDGE_DEBUG_FILE", &bridge_log)
+            .env("FAKE_CALL_BEFORE_INIT", if early { "1" } else { "" })
             .arg("-e")
             .arg(&ext)
             .args(["--mode", "json", "-p", "reindex src with the project's tool"]);
@@ -662,6 +677,10 @@ fn cursor_calls_a_pi_tool_through_the_bridge_inside_the_run() {
             panic!("{e}\nthe stand-in's steps:\n{}\nthe bridge's log:\n{}", read(&trail), read(&bridge_log))
         });
         assert_eq!(done.code, Some(0), "pi failed: {}", done.stderr);
+        if early {
+            let steps = std::fs::read_to_string(&trail).unwrap();
+            assert!(steps.contains("call queued before the run's first line"), "{steps}");
+        }
         let events: Vec<Value> =
             done.stdout.lines().filter(|l| !l.trim().is_empty()).map(|l| serde_json::from_str(l).unwrap()).collect();
         // pi ran its own tool, as its own tool execution, for a bridged call id.

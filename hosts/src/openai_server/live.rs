@@ -193,6 +193,7 @@ pub fn start(
         agent: agent.clone(),
         bridged: bridge.is_some(),
         bridge,
+        early: Vec::new(),
     }));
     let mut popts = opts.pipeline.clone();
     popts.shards = 1;
@@ -265,6 +266,9 @@ struct Shared {
     bridged: bool,
     /// The endpoint; taken (and stopped) when the run ends.
     bridge: Option<Arc<ProviderBridge>>,
+    /// Client calls that came before the run opened (the engine was behind on cursor-agent's
+    /// output), in order: they go out after the opening.
+    early: Vec<BridgeCall>,
 }
 
 impl Shared {
@@ -281,17 +285,22 @@ impl Shared {
             }
             self.encoder.push(ev, &mut out);
         }
+        if let Some(run) = self.run.clone() {
+            for call in std::mem::take(&mut self.early) {
+                self.encoder.client_call(&run, openai_call(call), &mut out);
+            }
+        }
         self.outlet.send(out, &self.agent);
     }
 
     fn client_call(&mut self, call: BridgeCall) {
         let Some(run) = self.run.clone() else {
-            tracing::warn!("a bridged call came before the run opened; it was not delivered");
+            tracing::debug!("a bridged call came before the run opened; it waits for the opening");
+            self.early.push(call);
             return;
         };
         let mut out = Vec::new();
-        let call = OpenAiToolCall { id: call.id, name: call.tool, arguments: call.args };
-        self.encoder.client_call(&run, call, &mut out);
+        self.encoder.client_call(&run, openai_call(call), &mut out);
         self.outlet.send(out, &self.agent);
     }
 }
@@ -345,6 +354,11 @@ impl Outlet {
         let waited: Vec<SseEvent> = self.waiting.drain().collect();
         self.send(waited, agent);
     }
+}
+
+/// A bridged call as the OpenAI tool call the client runs.
+fn openai_call(call: BridgeCall) -> OpenAiToolCall {
+    OpenAiToolCall { id: call.id, name: call.tool, arguments: call.args }
 }
 
 /// The pipeline's sink: the run's events into its responses.

@@ -4,7 +4,9 @@
 //!
 //! With the pi tool bridge on, a [`BridgeFeed`] puts Cursor's calls of pi tools into the same
 //! assembly (under the same lock, so in order with the run's events), and the run's own record of
-//! those calls — `mcp` cards of `pi__` tools — is left out: pi shows the real call.
+//! those calls — `mcp` cards of `pi__` tools — is left out: pi shows the real call. A call that
+//! reaches the bridge before the run's opening reaches this sink (the engine is behind on
+//! cursor-agent's output) waits for the opening, then goes out after it.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -33,6 +35,8 @@ struct Assembly {
     asm: Assembler,
     steps: Vec<Step>,
     run: Option<Arc<RunId>>,
+    /// Bridged calls that came before the run opened, in order.
+    early: Vec<BridgeCall>,
 }
 
 /// Puts bridged pi tool calls into the provider's stream.
@@ -47,12 +51,12 @@ impl BridgeFeed {
     pub fn call(&self, call: &BridgeCall) {
         let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
         let Some(run) = state.run.clone() else {
-            tracing::warn!("a bridged call came before the run opened; it was not delivered");
+            tracing::debug!("a bridged call came before the run opened; it waits for the opening");
+            state.early.push(call.clone());
             return;
         };
-        let Assembly { asm, steps, .. } = &mut *state;
-        asm.bridge_call(&run, &call.id, &call.tool, call.args.clone(), steps);
-        let out: Vec<Outgoing> = steps.drain(..).map(Outgoing::Event).collect();
+        let mut out = Vec::new();
+        state.bridge_call(&run, call, &mut out);
         // Pushed under the lock: the run's own events cannot overtake it.
         self.gate.push(out);
     }
@@ -66,7 +70,7 @@ impl ProviderSink {
         let asm = Assembler::with_display(true, display).with_requested_model(model);
         ProviderSink {
             gate,
-            state: Arc::new(Mutex::new(Assembly { asm, steps: Vec::new(), run: None })),
+            state: Arc::new(Mutex::new(Assembly { asm, steps: Vec::new(), run: None, early: Vec::new() })),
             delivered,
             others_reported: false,
             bridged: false,
@@ -86,6 +90,12 @@ impl ProviderSink {
 }
 
 impl Assembly {
+    /// A bridged call of `run` as pi's tool call: it ends the open message.
+    fn bridge_call(&mut self, run: &Arc<RunId>, call: &BridgeCall, out: &mut Vec<Outgoing>) {
+        self.asm.bridge_call(run, &call.id, &call.tool, call.args.clone(), &mut self.steps);
+        out.extend(self.steps.drain(..).map(Outgoing::Event));
+    }
+
     /// Whether `ev` belongs to the delivered run (choosing it at its opening).
     fn keep(&mut self, ev: &OutputEvent, delivered: &AtomicBool) -> bool {
         match &self.run {
@@ -134,6 +144,12 @@ impl Sink for ProviderSink {
                     .filter(|s| !matches!(s, Step::RunOpened { .. } | Step::RunClosed { .. }))
                     .map(Outgoing::Event),
             );
+        }
+        // Calls that came before the opening go out after what the run said up to now.
+        if let Some(run) = state.run.clone() {
+            for call in std::mem::take(&mut state.early) {
+                state.bridge_call(&run, &call, &mut out);
+            }
         }
         if !out.is_empty() {
             self.gate.push(out);

@@ -303,33 +303,43 @@ fn the_openai_sdk_runs_its_own_tool_for_cursor_inside_one_run() {
 fn a_client_call_that_comes_before_the_run_opened_waits_for_it() {
     let Some(python) = python() else { return };
     let dir = common::tempdir();
-    let (agent, runs) = bridged_stand_in(&dir, &python);
-    let (trail, bridge_log) = (dir.join("trail.txt"), dir.join("bridge.jsonl"));
-    let server = start_server(
-        &["--api-key", KEY],
-        &[
-            ("TOOLSTREAM_CURSOR_AGENT", agent.to_str().unwrap()),
-            ("HOME", dir.to_str().unwrap()),
-            ("FAKE_LOG", dir.join("agent-log.json").to_str().unwrap()),
-            ("FAKE_TOOL", "sem_reindex"),
-            ("FAKE_ARGS", r#"{"path":"src"}"#),
-            ("FAKE_CALL_BEFORE_INIT", "1"),
-            ("FAKE_TRACE", trail.to_str().unwrap()),
-            ("PI_CURSOR_PI_TOOL_BRIDGE_DEBUG_FILE", bridge_log.to_str().unwrap()),
-        ],
-    );
-    let seen = run_client_explained(&python, &["tools", &server.url, KEY, runs.to_str().unwrap()], || {
-        let read = |p: &Path| std::fs::read_to_string(p).unwrap_or_else(|e| format!("({e})"));
-        format!("the stand-in's steps:\n{}\nthe bridge's log:\n{}", read(&trail), read(&bridge_log))
-    });
+    let (server, runs) = bridged_server(&dir, &python, &[("FAKE_CALL_BEFORE_INIT", "1")]);
+    let seen =
+        run_client_explained(&python, &["tools", &server.url, KEY, runs.to_str().unwrap()], || bridged_steps(&dir));
     drop(server);
-    let steps = std::fs::read_to_string(&trail).unwrap();
+    let steps = std::fs::read_to_string(dir.join("trail.txt")).unwrap();
     assert!(steps.contains("call queued before the run's first line"), "{steps}");
     let f = &seen["streamed"];
     assert_eq!(f["calls"], serde_json::json!([{"name": "sem_reindex", "args": {"path": "src"}}]), "{seen}");
     assert_eq!(f["rounds"], 2, "{seen}");
     assert!(f["final"].as_str().unwrap().contains("The tool said: reindexed src: 42 files"), "{seen}");
     assert_eq!(f["runs"], 1, "{seen}");
+}
+
+/// A server whose cursor-agent is [`bridged_stand_in`] in `dir` (its home), calling the client's
+/// `sem_reindex` with `{"path":"src"}`, with `extra` in its environment; and the stand-in's runs
+/// file. The stand-in's steps and the bridge's log go to `dir` ([`bridged_steps`]).
+fn bridged_server(dir: &Path, python: &Path, extra: &[(&str, &str)]) -> (Server, PathBuf) {
+    let (agent, runs) = bridged_stand_in(dir, python);
+    let paths = [agent, dir.to_owned(), dir.join("agent-log.json"), dir.join("trail.txt"), dir.join("bridge.jsonl")];
+    let [agent, home, log, trail, bridge_log] = paths.each_ref().map(|p| p.to_str().unwrap());
+    let mut vars = vec![
+        ("TOOLSTREAM_CURSOR_AGENT", agent),
+        ("HOME", home),
+        ("FAKE_LOG", log),
+        ("FAKE_TOOL", "sem_reindex"),
+        ("FAKE_ARGS", r#"{"path":"src"}"#),
+        ("FAKE_TRACE", trail),
+        ("PI_CURSOR_PI_TOOL_BRIDGE_DEBUG_FILE", bridge_log),
+    ];
+    vars.extend_from_slice(extra);
+    (start_server(&["--api-key", KEY], &vars), runs)
+}
+
+/// How far the stand-in of [`bridged_server`] and the bridge got, for a failure message.
+fn bridged_steps(dir: &Path) -> String {
+    let read = |p: &Path| std::fs::read_to_string(p).unwrap_or_else(|e| format!("({e})"));
+    format!("its steps:\n{}\nthe bridge's log:\n{}", read(&dir.join("trail.txt")), read(&dir.join("bridge.jsonl")))
 }
 
 /// The stand-in cursor-agent that calls a client tool through the bridge
@@ -366,36 +376,25 @@ fn a_run_paused_on_a_client_tool_is_held_back_and_loses_nothing() {
     const LINES: u64 = 12_000;
     let Some(python) = python() else { return };
     let dir = common::tempdir();
-    let (agent, runs) = bridged_stand_in(&dir, &python);
     let go = dir.join("go");
-    let server = start_server(
-        &["--api-key", KEY],
-        &[
-            ("TOOLSTREAM_CURSOR_AGENT", agent.to_str().unwrap()),
-            ("HOME", dir.to_str().unwrap()),
-            ("FAKE_LOG", dir.join("agent-log.json").to_str().unwrap()),
-            ("FAKE_TOOL", "sem_reindex"),
-            ("FAKE_ARGS", r#"{"path":"src"}"#),
-            ("FAKE_CHATTER_LINES", &LINES.to_string()),
-            ("FAKE_CHATTER_GO", go.to_str().unwrap()),
-            ("FAKE_TRACE", dir.join("trail.txt").to_str().unwrap()),
-            ("PI_CURSOR_PI_TOOL_BRIDGE_DEBUG_FILE", dir.join("bridge.jsonl").to_str().unwrap()),
-            // The run's decisions, for the message should it fail.
-            ("TOOLSTREAM_LOG", "debug"),
-        ],
-    );
+    let lines = LINES.to_string();
+    let chatter = [
+        ("FAKE_CHATTER_LINES", lines.as_str()),
+        ("FAKE_CHATTER_GO", go.to_str().unwrap()),
+        // The run's decisions, for the message should it fail.
+        ("TOOLSTREAM_LOG", "debug"),
+    ];
+    let (server, runs) = bridged_server(&dir, &python, &chatter);
     // It failed twice in whole-suite runs (the client timed out after 120 s) and never alone:
     // should it fail again, say how far the stand-in and the bridge got and what the server logged.
     let seen = run_client_explained(
         &python,
         &["paused", &server.url, KEY, runs.to_str().unwrap(), go.to_str().unwrap()],
         || {
-            let read = |p: &Path| std::fs::read_to_string(p).unwrap_or_else(|e| format!("({e})"));
-            let written = read(Path::new(&format!("{}.written", go.display())));
+            let written = std::fs::read_to_string(format!("{}.written", go.display())).unwrap_or_default();
             format!(
-                "texts the stand-in wrote: {written}\nits steps:\n{}\nthe bridge's log:\n{}\nthe server's stderr:\n{}",
-                read(&dir.join("trail.txt")),
-                read(&dir.join("bridge.jsonl")),
+                "texts the stand-in wrote: {written}\n{}\nthe server's stderr:\n{}",
+                bridged_steps(&dir),
                 server.stderr()
             )
         },

@@ -35,6 +35,24 @@ pub struct BridgeCall {
     pub args: Value,
 }
 
+/// Bridged calls that reached the bridge before the run's opening reached the front end's sink
+/// (the engine behind on cursor-agent's output). Both front ends hold them here, in order, and
+/// send them right after what the run said up to its opening: never dropped.
+#[derive(Debug, Default)]
+pub struct EarlyCalls(Vec<BridgeCall>);
+
+impl EarlyCalls {
+    pub fn hold(&mut self, call: BridgeCall) {
+        tracing::debug!(call = %call.id, "a bridged call came before the run opened; it waits for the opening");
+        self.0.push(call);
+    }
+
+    /// The calls held so far, in order; none are held after.
+    pub fn release(&mut self) -> Vec<BridgeCall> {
+        std::mem::take(&mut self.0)
+    }
+}
+
 enum Command {
     Result { id: String, content: Vec<Value>, is_error: bool },
     Shutdown,

@@ -30,7 +30,7 @@ use crate::conversation::{flatten, Budget, Turn};
 use crate::cursor_agent::{self, AgentCommand, AgentProcess};
 use crate::paused_run::Waiting;
 use crate::tool_bridge::is_bridged_card;
-use crate::tool_bridge::{BridgeCall, ProviderBridge};
+use crate::tool_bridge::{BridgeCall, EarlyCalls, ProviderBridge};
 use toolstream_engine::pipeline::{Canceller, Pipeline, PipelineOptions};
 
 /// What a live run needs from the server.
@@ -193,7 +193,7 @@ pub fn start(
         agent: agent.clone(),
         bridged: bridge.is_some(),
         bridge,
-        early: Vec::new(),
+        early: EarlyCalls::default(),
     }));
     let mut popts = opts.pipeline.clone();
     popts.shards = 1;
@@ -266,9 +266,8 @@ struct Shared {
     bridged: bool,
     /// The endpoint; taken (and stopped) when the run ends.
     bridge: Option<Arc<ProviderBridge>>,
-    /// Client calls that came before the run opened (the engine was behind on cursor-agent's
-    /// output), in order: they go out after the opening.
-    early: Vec<BridgeCall>,
+    /// Client calls that came before the run opened.
+    early: EarlyCalls,
 }
 
 impl Shared {
@@ -286,7 +285,7 @@ impl Shared {
             self.encoder.push(ev, &mut out);
         }
         if let Some(run) = self.run.clone() {
-            for call in std::mem::take(&mut self.early) {
+            for call in self.early.release() {
                 self.encoder.client_call(&run, openai_call(call), &mut out);
             }
         }
@@ -295,8 +294,7 @@ impl Shared {
 
     fn client_call(&mut self, call: BridgeCall) {
         let Some(run) = self.run.clone() else {
-            tracing::debug!("a bridged call came before the run opened; it waits for the opening");
-            self.early.push(call);
+            self.early.hold(call);
             return;
         };
         let mut out = Vec::new();

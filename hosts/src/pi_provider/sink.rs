@@ -17,7 +17,7 @@ use toolstream_sinks::pi_events::{Assembler, Step};
 use toolstream_sinks::{Sink, SinkError};
 
 use super::gate::{Gate, Outgoing};
-use crate::tool_bridge::{is_bridged_card, BridgeCall};
+use crate::tool_bridge::{is_bridged_card, BridgeCall, EarlyCalls};
 
 /// One pi request is one Cursor run: the first run the source opens is delivered, any other is
 /// left out (and reported once on stderr).
@@ -35,8 +35,8 @@ struct Assembly {
     asm: Assembler,
     steps: Vec<Step>,
     run: Option<Arc<RunId>>,
-    /// Bridged calls that came before the run opened, in order.
-    early: Vec<BridgeCall>,
+    /// Bridged calls that came before the run opened.
+    early: EarlyCalls,
 }
 
 /// Puts bridged pi tool calls into the provider's stream.
@@ -51,8 +51,7 @@ impl BridgeFeed {
     pub fn call(&self, call: &BridgeCall) {
         let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
         let Some(run) = state.run.clone() else {
-            tracing::debug!("a bridged call came before the run opened; it waits for the opening");
-            state.early.push(call.clone());
+            state.early.hold(call.clone());
             return;
         };
         let mut out = Vec::new();
@@ -70,7 +69,7 @@ impl ProviderSink {
         let asm = Assembler::with_display(true, display).with_requested_model(model);
         ProviderSink {
             gate,
-            state: Arc::new(Mutex::new(Assembly { asm, steps: Vec::new(), run: None, early: Vec::new() })),
+            state: Arc::new(Mutex::new(Assembly { asm, steps: Vec::new(), run: None, early: EarlyCalls::default() })),
             delivered,
             others_reported: false,
             bridged: false,
@@ -147,7 +146,7 @@ impl Sink for ProviderSink {
         }
         // Calls that came before the opening go out after what the run said up to now.
         if let Some(run) = state.run.clone() {
-            for call in std::mem::take(&mut state.early) {
+            for call in state.early.release() {
                 state.bridge_call(&run, &call, &mut out);
             }
         }

@@ -413,12 +413,14 @@ fn flag_value_start(b: &[u8], name_end: usize, quote: Option<u8>) -> Option<usiz
 /// nothing, an existing marker, or code rather than a literal (`null`, `{…}`, `${TOKEN}`,
 /// `Session::new()`, `Option<String>`, `process.env.DB_PASSWORD`).
 fn field_value(b: &[u8], start: usize, name: &[u8], names: &FieldNames) -> Option<(usize, usize)> {
-    let (content, end, quoted) = match opening_quote(b, start) {
+    // `closed`: the value ends at its closing quote; an unclosed quote's value ends as an unquoted
+    // one does.
+    let (content, end, quoted, closed) = match opening_quote(b, start) {
         Some((q, escaped, content)) => match closing_quote(b, content, q, escaped) {
-            Some(close) => (content, close, true),
-            None => (content, unquoted_end(b, content), true),
+            Some(close) => (content, close, true, true),
+            None => (content, unquoted_end(b, content), true, false),
         },
-        None => (start, unquoted_end(b, start), false),
+        None => (start, unquoted_end(b, start), false, false),
     };
     let value = &b[content..end];
     if value.is_empty() || starts_with_marker(value) || is_reference(value) || is_placeholder(value) {
@@ -437,8 +439,8 @@ fn field_value(b: &[u8], start: usize, name: &[u8], names: &FieldNames) -> Optio
             continue;
         }
         let cred = skip_blanks(b, after);
-        let cred_end = if quoted { end } else { unquoted_end(b, cred) };
-        let cred_value = &b[cred..cred_end];
+        let cred_end = if closed { end } else { unquoted_end(b, cred) };
+        let cred_value = b.get(cred..cred_end).unwrap_or_default();
         if cred_value.is_empty() || starts_with_marker(cred_value) || is_reference(cred_value) {
             return None;
         }

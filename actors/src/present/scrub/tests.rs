@@ -118,6 +118,16 @@ fn bearer() {
     assert_eq!(scrub("Authorization: Bearer xyz"), "Authorization: Bearer [redacted]");
 }
 
+/// An auth scheme inside a quote that never closes (`password="token `): the value ends where an
+/// unquoted one would, and the credentials are read from there on (this once read past the end).
+#[test]
+fn a_scheme_in_an_unclosed_quote() {
+    assert_eq!(scrub("password=\"token "), "password=\"token ");
+    assert_eq!(scrub("password=\"token  abc123xyz"), "password=\"token  [redacted]");
+    assert_eq!(scrub("auth: 'Bearer\t"), "auth: 'Bearer\t");
+    assert_eq!(scrub("password=\"basic"), "password=\"[redacted]");
+}
+
 #[test]
 fn cookies() {
     assert_eq!(scrub("Cookie: a=1; b=2\nnext line"), "Cookie: [redacted]\nnext line");

@@ -223,6 +223,14 @@ pub struct CallIdent {
 }
 
 impl ToolEvent {
+    /// The kind whose models the payloads follow: the tool's, except that an MCP call
+    /// reclassified as a web search or fetch keeps MCP-shaped payloads. `None` for a tool no
+    /// model knows.
+    pub fn payload_kind(&self) -> Option<ToolKind> {
+        let kind = self.tool.kind()?;
+        Some(if self.wire_name.starts_with("mcp") && kind != ToolKind::Mcp { ToolKind::Mcp } else { kind })
+    }
+
     /// A tool event from JSON texts: `args`, and the inner object of the result with its status
     /// (for builders of synthetic streams, benches and tests). The wire name is the tool's CLI key.
     pub fn from_json(

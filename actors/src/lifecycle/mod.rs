@@ -207,7 +207,7 @@ impl LifecycleCore {
         let get = |keys: &[&str]| args.first(keys).map(str::to_owned);
         let kind = t.tool.kind();
         let default = kind.map_or("activity", |k| k.spec().default_label);
-        let from_mcp = t.wire_name.starts_with("mcp") && kind != Some(ToolKind::Mcp);
+        let from_mcp = t.payload_kind() != kind;
         let raw = match kind {
             Some(ToolKind::Shell) => {
                 let cmd = get(&["command"]).unwrap_or_default();

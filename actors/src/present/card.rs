@@ -64,11 +64,10 @@ pub fn build_card(ctx: &CardContext<'_>, ev: &ToolEvent) -> Card {
     }
     let rctx = RenderCtx { cwd: ctx.cwd };
     let status = ev.result.as_ref().map(|r| r.status.as_str().to_owned());
-    let rendered = match ev.tool.kind() {
-        Some(kind) => {
+    let rendered = match (ev.tool.kind(), ev.payload_kind()) {
+        (Some(kind), Some(payload_kind)) => {
             // MCP calls reclassified as web search/fetch keep MCP-shaped payloads.
-            let from_mcp = ev.wire_name.starts_with("mcp") && kind != ToolKind::Mcp;
-            let payload_kind = if from_mcp { ToolKind::Mcp } else { kind };
+            let from_mcp = payload_kind != kind;
             let args = tree.and_then(|t| args_from_tree(payload_kind, t).ok());
             let outcome = outcome(payload_kind, ev.result.as_ref());
             let mut r = render_known(&rctx, payload_kind, args.as_ref(), tree, &outcome);
@@ -79,7 +78,7 @@ pub fn build_card(ctx: &CardContext<'_>, ev: &ToolEvent) -> Card {
             }
             r
         }
-        None => render_unknown(ev.tool.name(), tree, ev.result.as_ref()),
+        _ => render_unknown(ev.tool.name(), tree, ev.result.as_ref()),
     };
     let mut card = assemble(ctx, &ev.tool, rendered, tree, status, ev.call.call_ref.clone());
     card.started_ms = ev.started_at_ms;

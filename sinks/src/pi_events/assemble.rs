@@ -18,8 +18,9 @@
 //! the real stop reason. Every tool call therefore has exactly one tool result, right after its
 //! message, and the token totals are unchanged.
 
-use std::collections::HashMap;
 use std::sync::Arc;
+
+use rustc_hash::FxHashMap as HashMap;
 
 use super::display::{neutral_args, trace_text, Shown, ToolDisplay, NEUTRAL_TOOL};
 use super::wire::{
@@ -189,7 +190,7 @@ impl Assembler {
 
     /// An assembler that shows cards as `display` says.
     pub fn with_display(streaming: bool, display: ToolDisplay) -> Self {
-        Assembler { streaming, display, requested_model: None, runs: HashMap::new() }
+        Assembler { streaming, display, requested_model: None, runs: HashMap::default() }
     }
 
     /// Messages carry `model` (the id the client asked for), Cursor's name in `responseModel`.
@@ -238,14 +239,18 @@ impl Assembler {
         if matches!(ev.kind, Output::Diagnostic { .. } | Output::ShellProgress { .. }) {
             return;
         }
-        let requested = &self.requested_model;
-        let run = self.runs.entry(ev.run.clone()).or_insert_with(|| RunState {
-            model: requested.clone().unwrap_or_else(|| UNKNOWN_MODEL.to_owned()),
-            response_model: None,
-            chat: Some(ev.run.session.to_string()).filter(|s| !s.is_empty()),
-            last_at: 0,
-            current: None,
-        });
+        // Looked up by reference: the run's `Arc` is cloned only for a run first seen here.
+        if !self.runs.contains_key(&ev.run) {
+            let state = RunState {
+                model: self.requested_model.clone().unwrap_or_else(|| UNKNOWN_MODEL.to_owned()),
+                response_model: None,
+                chat: Some(ev.run.session.to_string()).filter(|s| !s.is_empty()),
+                last_at: 0,
+                current: None,
+            };
+            self.runs.insert(ev.run.clone(), state);
+        }
+        let Some(run) = self.runs.get_mut(&ev.run) else { return };
         if ev.at_ms > 0 {
             run.last_at = ev.at_ms;
         }

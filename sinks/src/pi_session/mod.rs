@@ -225,7 +225,7 @@ impl PiSessionSink {
     }
 
     fn run_index(&mut self, run: &Arc<RunId>) -> usize {
-        if let Some(i) = self.open.iter().position(|r| r.id == *run) {
+        if let Some(i) = position_of(&self.open, run) {
             return i;
         }
         // Steps of a run whose opening was never seen: log it anyway.
@@ -243,7 +243,7 @@ impl PiSessionSink {
             match step {
                 Step::RunOpened { cwd, model, prompt, at } => {
                     self.note_chat(&ev.run.session);
-                    if let Some(i) = self.open.iter().position(|r| r.id == ev.run) {
+                    if let Some(i) = position_of(&self.open, &ev.run) {
                         // Reopened without a close (never expected): keep what it had.
                         self.close_run(i)?;
                     }
@@ -262,7 +262,7 @@ impl PiSessionSink {
                     self.dirty = true;
                 }
                 Step::RunClosed { .. } => {
-                    if let Some(i) = self.open.iter().position(|r| r.id == ev.run) {
+                    if let Some(i) = position_of(&self.open, &ev.run) {
                         self.close_run(i)?;
                     }
                     run_closed = true;
@@ -273,7 +273,8 @@ impl PiSessionSink {
         }
         self.steps = steps;
         if ev.at_ms > 0 {
-            if let Some(r) = self.open.iter_mut().find(|r| r.id == ev.run && r.base == 0) {
+            // Most runs have their base: those are passed over without comparing ids.
+            if let Some(r) = self.open.iter_mut().find(|r| r.base == 0 && r.id == ev.run) {
                 r.base = ev.at_ms;
             }
         }
@@ -457,6 +458,12 @@ impl Sink for PiSessionSink {
     fn checkpoint(&mut self) -> Result<(), SinkError> {
         self.publish().map_err(Self::io)
     }
+}
+
+/// Where `run` is among the open runs: by its `Arc` first (a run's events share one, so the usual
+/// lookup compares no ids), then by value.
+fn position_of(open: &[RunLog], run: &Arc<RunId>) -> Option<usize> {
+    open.iter().position(|r| Arc::ptr_eq(&r.id, run)).or_else(|| open.iter().position(|r| r.id == *run))
 }
 
 #[cfg(test)]

@@ -7,7 +7,21 @@ pub fn format_ms(ms: u64) -> String {
     let secs = ms / 1000;
     let (days, rem) = (secs / 86_400, secs % 86_400);
     let (y, m, d) = civil_from_days(days);
-    format!("{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{:03}Z", rem / 3600, (rem % 3600) / 60, rem % 60, ms % 1000)
+    let (h, min, s) = (rem / 3600, (rem % 3600) / 60, rem % 60);
+    if y > 9999 {
+        // Past the four digits the fixed layout has room for (year 10000 and on).
+        return format!("{y:04}-{m:02}-{d:02}T{h:02}:{min:02}:{s:02}.{:03}Z", ms % 1000);
+    }
+    // Digits written in place: the sinks write one per entry, and `format!` costs ten times more.
+    let mut b = *b"0000-00-00T00:00:00.000Z";
+    for (range, v) in [(0..4, y), (5..7, m), (8..10, d), (11..13, h), (14..16, min), (17..19, s), (20..23, ms % 1000)] {
+        let mut v = v;
+        for c in b[range].iter_mut().rev() {
+            *c = b'0' + (v % 10) as u8;
+            v /= 10;
+        }
+    }
+    b.iter().map(|&c| char::from(c)).collect()
 }
 
 /// Unix ms of `YYYY-MM-DDTHH:MM:SS[.fff…][Z|±HH:MM]` (the fraction is read to milliseconds; no
@@ -99,6 +113,24 @@ mod tests {
         assert_eq!(format_ms(1_794_300_000_040), "2026-11-10T08:40:00.040Z");
         assert_eq!(format_ms(951_782_400_000), "2000-02-29T00:00:00.000Z");
         assert_eq!(format_ms(1_767_225_599_999), "2025-12-31T23:59:59.999Z");
+    }
+
+    proptest::proptest! {
+        /// The digits written in place are what `format!` writes, to year 10000 and past it.
+        #[test]
+        fn format_writes_what_format_macro_writes(ms in proptest::prop_oneof![0u64..4_102_444_800_000, 0u64..u64::MAX / 4]) {
+            let secs = ms / 1000;
+            let (days, rem) = (secs / 86_400, secs % 86_400);
+            let (y, m, d) = civil_from_days(days);
+            let expected = format!(
+                "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{:03}Z",
+                rem / 3600,
+                (rem % 3600) / 60,
+                rem % 60,
+                ms % 1000
+            );
+            proptest::prop_assert_eq!(format_ms(ms), expected);
+        }
     }
 
     #[test]

@@ -327,16 +327,28 @@ impl<W: Write + Send> JsonlTraceSink<W> {
     }
 
     /// The phase and fields of `ev`'s line, or `None` for events only counted.
+    /// Count on the counters of `run`, looked up by reference: its `Arc` is cloned only for a run
+    /// first counted here (deltas are most of the events).
+    fn count(&mut self, run: &Arc<RunId>, add: impl FnOnce(&mut RunCounters)) {
+        if let Some(counters) = self.runs.get_mut(run) {
+            add(counters);
+            return;
+        }
+        let mut counters = RunCounters::default();
+        add(&mut counters);
+        self.runs.insert(run.clone(), counters);
+    }
+
     fn map_event<'a>(&mut self, ev: &'a OutputEvent) -> Option<(Cow<'a, str>, Fields<'a>)> {
         let (phase, fields): (Cow<'a, str>, Fields<'a>) = match &ev.kind {
             Output::RunOpened { model, .. } => ("run_opened".into(), vec![f("model", opt_str(model))]),
             Output::MessageStarted { turn } => ("message_started".into(), vec![f("turn", (*turn).into())]),
             Output::Text { .. } => {
-                self.runs.entry(ev.run.clone()).or_default().text_deltas += 1;
+                self.count(&ev.run, |c| c.text_deltas += 1);
                 return None;
             }
             Output::Thinking { .. } => {
-                self.runs.entry(ev.run.clone()).or_default().thinking_deltas += 1;
+                self.count(&ev.run, |c| c.thinking_deltas += 1);
                 return None;
             }
             // Internal to the usage stage (sinks never see it); nothing to trace if one slips through.

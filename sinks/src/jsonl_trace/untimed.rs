@@ -43,6 +43,11 @@ struct Held {
 pub struct Untimed {
     held: VecDeque<Held>,
     held_bytes: usize,
+    /// The waiting lines that have no time yet, in order, by number (a line's number less
+    /// `popped` is its place in `held`): what learning a time looks at, not every waiting line.
+    untimed: Vec<u64>,
+    /// How many lines left `held` from its front.
+    popped: u64,
     /// The latest event time seen.
     latest: u64,
 }
@@ -60,7 +65,9 @@ impl Untimed {
             return;
         }
         self.latest = self.latest.max(ev.at_ms);
-        for h in self.held.iter_mut().filter(|h| h.ts.is_none()) {
+        let (held, popped) = (&mut self.held, self.popped);
+        self.untimed.retain(|&n| {
+            let Some(h) = place(n, popped).and_then(|i| held.get_mut(i)) else { return false };
             let resolved = match &h.awaits {
                 Awaits::Any => true,
                 Awaits::Run(run) => *run == ev.run,
@@ -68,7 +75,8 @@ impl Untimed {
             if resolved {
                 h.ts = Some(ev.at_ms);
             }
-        }
+            !resolved
+        });
     }
 
     /// Queue a line behind the waiting ones: `ev`'s line, encoded after its ts as `body`.
@@ -76,10 +84,14 @@ impl Untimed {
         let ts = (ev.at_ms != 0).then_some(ev.at_ms);
         let awaits = if ev.run.seq == 0 { Awaits::Any } else { Awaits::Run(ev.run.clone()) };
         self.held_bytes += body.len();
+        if ts.is_none() {
+            self.untimed.push(self.popped + self.held.len() as u64);
+        }
         self.held.push_back(Held { ts, awaits, body });
         if ts.is_none() && matches!(ev.kind, Output::RunClosed { .. }) {
             // Closed without ever having a time: its lines take the next time the trace learns.
-            for h in self.held.iter_mut().filter(|h| h.ts.is_none()) {
+            for &n in &self.untimed {
+                let Some(h) = place(n, self.popped).and_then(|i| self.held.get_mut(i)) else { continue };
                 if matches!(&h.awaits, Awaits::Run(run) if *run == ev.run) {
                     h.awaits = Awaits::Any;
                 }
@@ -95,6 +107,7 @@ impl Untimed {
     pub fn pop_ready(&mut self) -> Option<(u64, Vec<u8>)> {
         let ts = self.held.front()?.ts?;
         let h = self.held.pop_front()?;
+        self.popped += 1;
         self.held_bytes -= h.body.len();
         Some((ts, h.body))
     }
@@ -102,16 +115,25 @@ impl Untimed {
     /// Give every waiting line the latest time seen, so all of them can be written.
     pub fn resolve_all(&mut self) {
         let latest = self.latest;
-        for h in self.held.iter_mut().filter(|h| h.ts.is_none()) {
-            h.ts = Some(latest);
+        for n in self.untimed.drain(..) {
+            if let Some(h) = place(n, self.popped).and_then(|i| self.held.get_mut(i)) {
+                h.ts = Some(latest);
+            }
         }
     }
 
     /// Drop every waiting line (the trace stopped at its cap).
     pub fn clear(&mut self) {
+        self.popped += self.held.len() as u64;
         self.held.clear();
         self.held_bytes = 0;
+        self.untimed.clear();
     }
+}
+
+/// The place in `held` of the line numbered `n`, once `popped` lines left it.
+fn place(n: u64, popped: u64) -> Option<usize> {
+    usize::try_from(n.checked_sub(popped)?).ok()
 }
 
 #[cfg(test)]

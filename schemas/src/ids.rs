@@ -23,12 +23,12 @@ pub struct CallRef {
 /// First 8 hex digits of `sha256(s)`.
 pub fn hash8(s: &str) -> String {
     let digest = Sha256::digest(s.as_bytes());
-    let mut out = String::with_capacity(8);
-    for b in &digest[..4] {
-        out.push(char::from_digit(u32::from(b >> 4), 16).unwrap_or('0'));
-        out.push(char::from_digit(u32::from(b & 0xf), 16).unwrap_or('0'));
-    }
-    out
+    hex8(u32::from_be_bytes([digest[0], digest[1], digest[2], digest[3]]))
+}
+
+/// `v` as 8 lowercase hex digits (what `format!("{v:08x}")` writes, without its cost).
+pub fn hex8(v: u32) -> String {
+    (0..8).rev().map(|i| char::from_digit((v >> (i * 4)) & 0xf, 16).unwrap_or('0')).collect()
 }
 
 /// How outputs refer to a call.
@@ -58,5 +58,12 @@ mod tests {
         assert_eq!(hash8("abc"), "ba7816bf");
         assert_eq!(call_ref("abc").hash, "ba7816bf");
         assert_eq!(run_label("abc", 2), "ba7816bf-2");
+    }
+
+    #[test]
+    fn hex8_writes_what_format_writes() {
+        for v in [0, 1, 0xf, 0xa0b1_c2d3, 0x0000_ffff, u32::MAX, 0x8000_0000] {
+            assert_eq!(hex8(v), format!("{v:08x}"));
+        }
     }
 }

@@ -2,7 +2,7 @@
 //! UUID v7 from the first event time plus hash bits, and unique 8-hex entry ids from hashes —
 //! never the wall clock or a random source, so a replay writes the same file every time.
 
-use toolstream_schemas::ids::hash8;
+use toolstream_schemas::ids::{hash8, hex8};
 
 /// ISO-8601 of unix ms, as JavaScript writes it (one implementation, in the schemas crate).
 pub use toolstream_schemas::iso_time::format_ms as iso;
@@ -50,7 +50,7 @@ impl EntryIds {
         self.next = self.next.wrapping_add(1);
         let x = n.wrapping_mul(0x9E37_79B1).wrapping_add(self.key);
         let x = (x ^ (x >> 15)).wrapping_mul(0x2C1B_3C6D); // still a bijection: xorshift, odd multiply
-        format!("{:08x}", x ^ (x >> 12))
+        hex8(x ^ (x >> 12))
     }
 }
 

@@ -90,14 +90,14 @@ struct MessageEntry<'a, M: Serialize> {
 }
 
 /// One complete message of a run, in order.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 enum Item {
     Assistant { at: u64, message: AssistantMessage },
     ToolResult { at: u64, message: ToolResultMessage },
 }
 
 /// What one run contributes to the session.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 struct RunLog {
     id: Arc<RunId>,
     cwd: Option<String>,
@@ -315,7 +315,7 @@ impl PiSessionSink {
         let run = self.open.remove(i);
         let mut bytes = Vec::new();
         if let Some(chain) = self.chain.as_mut() {
-            render_run(&run, chain, &mut bytes)?;
+            render_run(run, chain, &mut bytes)?;
         }
         self.spool()?.write_all(&bytes)?;
         self.dirty = true;
@@ -360,7 +360,7 @@ impl PiSessionSink {
         if let Some(chain) = &self.chain {
             let mut chain = chain.clone();
             for run in &self.open {
-                render_run(run, &mut chain, &mut tail)?;
+                render_run(run.clone(), &mut chain, &mut tail)?;
             }
         }
         if self.head.is_none() {
@@ -389,7 +389,7 @@ impl PiSessionSink {
 }
 
 /// Append a run's entries: a model change when its model differs, its prompt, its messages.
-fn render_run(run: &RunLog, chain: &mut Chain, out: &mut Vec<u8>) -> io::Result<()> {
+fn render_run(mut run: RunLog, chain: &mut Chain, out: &mut Vec<u8>) -> io::Result<()> {
     let opened = run.time(run.opened_at);
     if chain.model.as_deref() != Some(run.model.as_str()) {
         chain.model = Some(run.model.clone());
@@ -407,17 +407,15 @@ fn render_run(run: &RunLog, chain: &mut Chain, out: &mut Vec<u8>) -> io::Result<
     if let Some(prompt) = run.prompt.as_deref() {
         message(out, chain, opened, &UserMessage::new(prompt, opened))?;
     }
-    for item in &run.items {
+    for item in std::mem::take(&mut run.items) {
         match item {
-            Item::Assistant { at, message: m } => {
-                let mut m = m.clone();
+            Item::Assistant { at, message: mut m } => {
                 m.timestamp = run.time(m.timestamp);
-                message(out, chain, run.time(*at), &m)?;
+                message(out, chain, run.time(at), &m)?;
             }
-            Item::ToolResult { at, message: m } => {
-                let mut m = m.clone();
+            Item::ToolResult { at, message: mut m } => {
                 m.timestamp = run.time(m.timestamp);
-                message(out, chain, run.time(*at), &m)?;
+                message(out, chain, run.time(at), &m)?;
             }
         }
     }

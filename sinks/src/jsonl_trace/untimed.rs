@@ -205,6 +205,21 @@ mod tests {
     }
 
     #[test]
+    fn lines_that_wait_after_others_were_written_or_dropped_take_their_runs_time() {
+        let (a, b, c) = (run(1), run(2), run(3));
+        let mut u = Untimed::default();
+        assert_eq!(feed(&mut u, &[(ev(&a, 10), "a-1"), (ev(&a, 20), "a-2")]).len(), 2);
+        let out = feed(&mut u, &[(ev(&b, 0), "b-open"), (ev(&a, 30), "a-3"), (ev(&b, 40), "b-1")]);
+        assert_eq!(out, [(40, "b-open".into()), (30, "a-3".into()), (40, "b-1".into())]);
+        // Lines dropped at the trace's cap, then a run that waits again.
+        assert!(feed(&mut u, &[(ev(&a, 0), "a-dropped"), (ev(&b, 45), "b-dropped")]).is_empty());
+        u.clear();
+        let out = feed(&mut u, &[(ev(&c, 0), "c-open"), (ev(&a, 50), "a-4"), (ev(&c, 60), "c-1")]);
+        assert_eq!(out, [(60, "c-open".into()), (50, "a-4".into()), (60, "c-1".into())]);
+        assert!(u.is_empty());
+    }
+
+    #[test]
     fn too_much_waiting_is_written_with_the_latest_time() {
         let (a, b) = (run(1), run(2));
         let mut u = Untimed::default();

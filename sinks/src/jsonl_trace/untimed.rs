@@ -211,6 +211,12 @@ mod tests {
         assert_eq!(feed(&mut u, &[(ev(&a, 10), "a-1"), (ev(&a, 20), "a-2")]).len(), 2);
         let out = feed(&mut u, &[(ev(&b, 0), "b-open"), (ev(&a, 30), "a-3"), (ev(&b, 40), "b-1")]);
         assert_eq!(out, [(40, "b-open".into()), (30, "a-3".into()), (40, "b-1".into())]);
+        // Two runs wait; the first's time comes first and its line leaves, the second still waits.
+        let (d, e) = (run(4), run(5));
+        let out = feed(&mut u, &[(ev(&d, 0), "d-open"), (ev(&e, 0), "e-open"), (ev(&d, 41), "d-1")]);
+        assert_eq!(out, [(41, "d-open".into())]);
+        let out = feed(&mut u, &[(ev(&e, 42), "e-1")]);
+        assert_eq!(out, [(42, "e-open".into()), (41, "d-1".into()), (42, "e-1".into())]);
         // Lines dropped at the trace's cap, then a run that waits again.
         assert!(feed(&mut u, &[(ev(&a, 0), "a-dropped"), (ev(&b, 45), "b-dropped")]).is_empty());
         u.clear();

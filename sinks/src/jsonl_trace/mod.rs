@@ -326,7 +326,6 @@ impl<W: Write + Send> JsonlTraceSink<W> {
         }
     }
 
-    /// The phase and fields of `ev`'s line, or `None` for events only counted.
     /// Count on the counters of `run`, looked up by reference: its `Arc` is cloned only for a run
     /// first counted here (deltas are most of the events).
     fn count(&mut self, run: &Arc<RunId>, add: impl FnOnce(&mut RunCounters)) {
@@ -339,6 +338,7 @@ impl<W: Write + Send> JsonlTraceSink<W> {
         self.runs.insert(run.clone(), counters);
     }
 
+    /// The phase and fields of `ev`'s line, or `None` for events only counted.
     fn map_event<'a>(&mut self, ev: &'a OutputEvent) -> Option<(Cow<'a, str>, Fields<'a>)> {
         let (phase, fields): (Cow<'a, str>, Fields<'a>) = match &ev.kind {
             Output::RunOpened { model, .. } => ("run_opened".into(), vec![f("model", opt_str(model))]),

@@ -147,7 +147,20 @@ impl<I: Iterator<Item = char>> Iterator for Pieces<I> {
 
 /// One display line of `s`, at most `max_chars` chars (see the module doc).
 pub fn display_line(s: &str, max_chars: usize) -> String {
+    if s.len() <= max_chars && is_plain_line(s) {
+        return s.to_owned();
+    }
     display_line_chars(s.chars(), max_chars)
+}
+
+/// Whether `s` is already a display line: printable ASCII, single spaces between words, no
+/// space at either end (most titles, paths and commands). Such text shows as itself.
+fn is_plain_line(s: &str) -> bool {
+    let b = s.as_bytes();
+    b.first() != Some(&b' ')
+        && b.last() != Some(&b' ')
+        && b.iter().all(|c| (b' '..=b'~').contains(c))
+        && !b.windows(2).any(|w| w == b"  ")
 }
 
 /// [`display_line`] of a sequence of chars (parts of a line chained without a copy).
@@ -390,6 +403,12 @@ mod tests {
             prop_assert!(is_drawn_from(&out, &s), "{:?} -> {:?}", s, out);
             // Idempotent once within bounds.
             prop_assert_eq!(display_line(&out, max), out);
+        }
+
+        #[test]
+        fn plain_lines_take_the_short_way(s in prop_oneof![hostile(), "( {0,3}[!-~]{1,6}){0,8} {0,2}", any::<String>()], max in 0usize..60) {
+            // The same line the char-by-char way.
+            prop_assert_eq!(display_line(&s, max), display_line_chars(s.chars(), max));
         }
 
         #[test]

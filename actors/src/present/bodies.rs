@@ -8,7 +8,8 @@ use toolstream_schemas::cursor_cli::tool_models::{self as m, FailureResult, Todo
 use toolstream_schemas::pi_contract::NEUTRAL_REPLAY_TOOL;
 use toolstream_schemas::{Int, ResultStatus, ToolKind, ToolResult};
 
-use super::bounds::{bound_list, bound_read, fallback_args, fallback_result, relative_path};
+use super::bounds::{bound_list, bound_read, fallback_args_but, fallback_result, relative_path};
+use super::card::CALL_ID_ARG;
 
 /// What a tool's renderer produced.
 #[derive(Debug, Default)]
@@ -397,14 +398,8 @@ fn render_failure(ctx: &RenderCtx<'_>, kind: ToolKind, status: &ResultStatus, f:
 /// Render an unknown tool: bounded fallback of its args and result (SPEC §8), summarised by up to
 /// three of its scalar args.
 pub fn render_unknown(name: &str, args: Option<&serde_json::Value>, result: Option<&ToolResult>) -> Rendered {
-    let args = args.map(|a| {
-        let mut a = a.clone();
-        if let Some(o) = a.as_object_mut() {
-            o.remove("toolCallId");
-        }
-        a
-    });
-    let args_lines: Vec<String> = args.as_ref().map(fallback_args).unwrap_or_default();
+    // The call id is not an argument: it is left out (read in place, not copied).
+    let args_lines: Vec<String> = args.map(|a| fallback_args_but(a, Some(CALL_ID_ARG))).unwrap_or_default();
     let is_error = result.is_some_and(|r| !r.status.is_success());
     let result_text = result.map(|r| {
         let text = fallback_result(&result_text(r));
@@ -417,7 +412,7 @@ pub fn render_unknown(name: &str, args: Option<&serde_json::Value>, result: Opti
     let mut body = args_lines.clone();
     body.extend(result_text.clone());
     Rendered {
-        summary: args.as_ref().map(scalar_args_summary).unwrap_or_default(),
+        summary: args.map(scalar_args_summary).unwrap_or_default(),
         body: body.join("\n"),
         is_error,
         pi_tool: NEUTRAL_REPLAY_TOOL,
@@ -437,6 +432,7 @@ fn scalar_args_summary(args: &serde_json::Value) -> String {
         return String::new();
     };
     obj.iter()
+        .filter(|(k, _)| k.as_str() != CALL_ID_ARG)
         .filter_map(|(k, v)| match v {
             serde_json::Value::String(s) if !s.trim().is_empty() => Some(format!("{k}={s}")),
             serde_json::Value::Number(n) => Some(format!("{k}={n}")),

@@ -355,19 +355,26 @@ pub fn shell_preview(text: &str) -> Preview {
 /// shown raw, other scalars as JSON, arrays as their first 3 items then `+N more`, objects as
 /// compact JSON; every line is a display line (240 chars). Non-object args give one line.
 pub fn fallback_args(args: &Value) -> Vec<String> {
+    fallback_args_but(args, None)
+}
+
+/// [`fallback_args`] of an object with its field `hidden` left out (read in place, not copied).
+pub fn fallback_args_but(args: &Value, hidden: Option<&str>) -> Vec<String> {
     match args {
         Value::Null => Vec::new(),
         Value::Object(map) => {
+            let shown = map.len() - usize::from(hidden.is_some_and(|h| map.contains_key(h)));
             let mut out: Vec<String> = map
                 .iter()
+                .filter(|(k, _)| Some(k.as_str()) != hidden)
                 .take(FALLBACK_MAX_ARGS)
                 .map(|(k, v)| {
                     let value = compact_value(v);
                     display_line_chars(k.chars().chain(": ".chars()).chain(value.chars()), DISPLAY_LINE_CHARS)
                 })
                 .collect();
-            if map.len() > FALLBACK_MAX_ARGS {
-                out.push(format!("+{} more args", map.len() - FALLBACK_MAX_ARGS));
+            if shown > FALLBACK_MAX_ARGS {
+                out.push(format!("+{} more args", shown - FALLBACK_MAX_ARGS));
             }
             out
         }
@@ -775,6 +782,16 @@ mod tests {
         let lines = fallback_args(&Value::Object(many));
         assert_eq!(lines.len(), 9);
         assert_eq!(lines[8], "+3 more args");
+        // A hidden field is neither shown nor counted; one that is absent changes nothing.
+        let mut nine: serde_json::Map<String, Value> = (0..8).map(|i| (format!("k{i:02}"), json!(i))).collect();
+        nine.insert("id".into(), json!("secret-id"));
+        let shown = fallback_args_but(&Value::Object(nine.clone()), Some("id"));
+        assert_eq!(shown.len(), 8);
+        assert!(shown.iter().all(|l| !l.contains("secret-id") && !l.contains("more args")));
+        assert_eq!(
+            fallback_args_but(&Value::Object(nine), Some("other")).last().map(String::as_str),
+            Some("+1 more args")
+        );
         assert!(fallback_args(&Value::Null).is_empty());
         assert_eq!(fallback_args(&json!("just text")), vec!["just text"]);
         let big = json!({"content": "x".repeat(100_000), "deep": {"s": "y".repeat(100_000)}});

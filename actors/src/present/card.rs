@@ -315,8 +315,9 @@ struct RecordedArgs<'a> {
     scrubber: &'a Scrubber,
 }
 
-/// Raw call ids are never shown (SPEC §1.1 rule 2); the card carries its hashed ref.
-const CALL_ID_ARG: &str = "toolCallId";
+/// The args field in which Cursor repeats the call's id. Raw call ids are never shown (SPEC §1.1
+/// rule 2); the card carries its hashed ref.
+pub(super) const CALL_ID_ARG: &str = "toolCallId";
 
 impl ArgFields for RecordedArgs<'_> {
     fn field(&self, key: &str) -> Option<Cow<'_, Value>> {

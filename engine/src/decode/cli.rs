@@ -154,9 +154,9 @@ impl<'a> ToolCallField<'a> for &'a RawValue {
     }
 }
 
-impl<'a> ToolCallField<'a> for ToolCallObject<'a> {
+impl<'a> ToolCallField<'a> for Box<ToolCallObject<'a>> {
     fn into_object(self) -> Result<ToolCallObject<'a>, String> {
-        Ok(self)
+        Ok(*self)
     }
 }
 

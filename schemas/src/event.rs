@@ -53,6 +53,12 @@ impl CallArgs {
     }
 }
 
+/// A streamed piece of text or thinking: most are a few words, kept inline (up to 24 bytes)
+/// instead of in an allocation of their own. Three of four events of a busy stream are such
+/// deltas, each decoded on the reading thread and freed on a sink's, so an allocation each cost
+/// allocator work on both threads.
+pub type Delta = compact_str::CompactString;
+
 /// Fields a decoder did not recognise, kept in arrival order so nothing read is silently dropped.
 pub type UnknownFields = Vec<(String, RawJson)>;
 
@@ -86,7 +92,7 @@ pub enum Input {
     },
     /// A per-token assistant delta.
     TextDelta {
-        text: String,
+        text: Delta,
     },
     /// A consolidated or final assistant segment that may repeat the deltas since the last boundary.
     TextSegment {
@@ -96,7 +102,7 @@ pub enum Input {
     /// A boundary between assistant text blocks (SDK `assistantMessage` step).
     TextBoundary,
     ThinkingDelta {
-        text: String,
+        text: Delta,
     },
     ThinkingCompleted {
         duration_ms: Option<u64>,
@@ -477,11 +483,11 @@ pub enum Output {
     },
     Text {
         turn: u32,
-        delta: String,
+        delta: Delta,
     },
     Thinking {
         turn: u32,
-        delta: String,
+        delta: Delta,
     },
     BlockEnded {
         turn: u32,

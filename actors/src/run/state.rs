@@ -8,7 +8,7 @@ use std::sync::Arc;
 use toolstream_schemas::ids::{call_ref, run_label};
 use toolstream_schemas::pi_contract::REPLAY_ID_PREFIX;
 use toolstream_schemas::{
-    CallArgs, CallRef, IncompleteCall, IncompleteReason, Input, InputEvent, Output, OutputEvent, RunEnd, RunId,
+    CallArgs, CallRef, Delta, IncompleteCall, IncompleteReason, Input, InputEvent, Output, OutputEvent, RunEnd, RunId,
     RunStart, RunStatus, RunTotals, SegmentKind, StopReason, Tool, ToolEvent, CANCELLED_MESSAGE,
 };
 
@@ -229,7 +229,7 @@ impl Run {
             Input::TextSegment { kind, text } => {
                 let new = self.dedupe.on_segment(&text);
                 if !new.is_empty() {
-                    let new = new.to_owned();
+                    let new = Delta::from(new);
                     // A segment's new text is a piece of its own (a result may be just that piece).
                     self.emitted_text.mark();
                     self.emit_text(out, new);
@@ -362,7 +362,7 @@ impl Run {
         self.emit(out, Output::Diagnostic { phase: phase.into(), fields });
     }
 
-    fn emit_thinking(&mut self, out: &mut Vec<RunOutput>, mut text: String) {
+    fn emit_thinking(&mut self, out: &mut Vec<RunOutput>, mut text: Delta) {
         if text.is_empty() || self.thinking_chars > THINKING_MAX_CHARS {
             return;
         }
@@ -387,7 +387,7 @@ impl Run {
         }
     }
 
-    fn emit_text(&mut self, out: &mut Vec<RunOutput>, mut text: String) {
+    fn emit_text(&mut self, out: &mut Vec<RunOutput>, mut text: Delta) {
         if text.is_empty() {
             return;
         }
@@ -559,12 +559,12 @@ impl Run {
             let line = format!("{} did not complete: {}\n", rec.title, rec.reason.text());
             self.open_message(out);
             self.emit(out, Output::IncompleteCall(Box::new(rec)));
-            self.emit_thinking(out, line);
+            self.emit_thinking(out, line.into());
         }
         if result.is_some_and(|r| self.emitted_text.is_mismatch(r)) {
             self.diagnostic(out, "display_decision", &[("action", "keep-streamed-text-over-result")]);
         }
-        self.emit_text(out, final_rest);
+        self.emit_text(out, final_rest.into());
         let (stop, error) = match end.status {
             RunStatus::Finished => (StopReason::Stop, None),
             RunStatus::Cancelled => (StopReason::Aborted, Some(CANCELLED_MESSAGE.to_owned())),

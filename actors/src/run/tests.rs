@@ -390,9 +390,9 @@ fn thinking_is_bounded_per_message() {
     let big = "x".repeat(30_000);
     let out = run(vec![
         start(),
-        ev(S, 1, Input::ThinkingDelta { text: big.clone() }),
-        ev(S, 2, Input::ThinkingDelta { text: big.clone() }),
-        ev(S, 3, Input::ThinkingDelta { text: big }),
+        ev(S, 1, Input::ThinkingDelta { text: big.as_str().into() }),
+        ev(S, 2, Input::ThinkingDelta { text: big.as_str().into() }),
+        ev(S, 3, Input::ThinkingDelta { text: big.into() }),
         ev(S, 4, end(RunStatus::Finished, None)),
     ]);
     let thinking: String = out

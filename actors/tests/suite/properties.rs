@@ -220,8 +220,8 @@ impl Step {
             Ev::Tick => return Item::Tick(self.at),
             Ev::RunStarted => Input::RunStarted(Box::new(RunStart { cwd: Some("/w".into()), ..RunStart::default() })),
             Ev::Prompt(text) => Input::UserPrompt { text: text.clone() },
-            Ev::Thinking(text) => Input::ThinkingDelta { text: text.clone() },
-            Ev::Text(text) => Input::TextDelta { text: text.clone() },
+            Ev::Thinking(text) => Input::ThinkingDelta { text: text.as_str().into() },
+            Ev::Text(text) => Input::TextDelta { text: text.as_str().into() },
             Ev::Segment(kind, text) => Input::TextSegment { kind: *kind, text: text.clone() },
             Ev::Started { id, tool, args, partial } => {
                 let t = tool_event(id, *tool, Some(*args), None);

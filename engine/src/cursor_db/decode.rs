@@ -225,12 +225,12 @@ impl<'a> Conversation<'a> {
             self.open(None, out);
         }
         if let Some(thinking) = b.thinking.as_ref().and_then(|t| t.text.clone()).filter(|t| !t.is_empty()) {
-            out.push(self.event(Input::ThinkingDelta { text: thinking }));
+            out.push(self.event(Input::ThinkingDelta { text: thinking.into() }));
             let duration_ms = b.thinking_duration_ms.and_then(|d| d.as_u64());
             out.push(self.event(Input::ThinkingCompleted { duration_ms }));
         }
         if let Some(text) = b.text.filter(|t| !t.is_empty()) {
-            out.push(self.event(Input::TextDelta { text }));
+            out.push(self.event(Input::TextDelta { text: text.into() }));
         }
         match b.tool_former_data {
             Some(tf) => self.tool(key, pos, b.bubble_id.as_deref(), tf, out),

@@ -7,8 +7,8 @@ use serde_json::value::RawValue;
 use toolstream_schemas::cursor_cli::line::{ContentBlock, Line, MessageBody, ResultObject, Str, ToolCallObject};
 use toolstream_schemas::cursor_cli::tool_models::RESULT_SIBLING_KEYS;
 use toolstream_schemas::{
-    CallArgs, CallIdent, Input, InputEvent, Int, ResultStatus, RunEnd, RunStart, RunStatus, SegmentKind, SourcePos,
-    TokenUsage, Tool, ToolEvent, ToolKind, ToolResult, UnknownFields,
+    CallArgs, CallIdent, Delta, Input, InputEvent, Int, ResultStatus, RunEnd, RunStart, RunStatus, SegmentKind,
+    SourcePos, TokenUsage, Tool, ToolEvent, ToolKind, ToolResult, UnknownFields,
 };
 
 use super::raw_object;
@@ -69,7 +69,7 @@ impl CliDecoder {
                 let text = message_text(&line)?;
                 push(Input::UserPrompt { text });
             }
-            ("thinking", "delta") => push(Input::ThinkingDelta { text: line.text.as_deref().unwrap_or("").to_owned() }),
+            ("thinking", "delta") => push(Input::ThinkingDelta { text: line.text.as_deref().unwrap_or("").into() }),
             ("thinking", "completed") => push(Input::ThinkingCompleted { duration_ms: None }),
             ("assistant", _) => {
                 let body = match line.message {
@@ -79,13 +79,12 @@ impl CliDecoder {
                 for block in body.content {
                     match block {
                         ContentBlock::Text(t) => {
-                            let text = t.into_owned();
                             push(if line.model_call_id.is_some() {
-                                Input::TextSegment { kind: SegmentKind::Consolidated, text }
+                                Input::TextSegment { kind: SegmentKind::Consolidated, text: t.into_owned() }
                             } else if line.timestamp_ms.is_some() {
-                                Input::TextDelta { text }
+                                Input::TextDelta { text: Delta::from(t.as_ref()) }
                             } else {
-                                Input::TextSegment { kind: SegmentKind::Final, text }
+                                Input::TextSegment { kind: SegmentKind::Final, text: t.into_owned() }
                             });
                         }
                         ContentBlock::Other(raw) => {

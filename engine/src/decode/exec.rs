@@ -86,9 +86,9 @@ impl ExecDecoder {
 
     fn update(&mut self, u: InteractionUpdate, push: &mut impl FnMut(Input)) -> Result<(), String> {
         if let Some(d) = u.text_delta {
-            push(Input::TextDelta { text: d.text });
+            push(Input::TextDelta { text: d.text.into() });
         } else if let Some(d) = u.thinking_delta {
-            push(Input::ThinkingDelta { text: d.text });
+            push(Input::ThinkingDelta { text: d.text.into() });
         } else if let Some(c) = u.thinking_completed {
             push(Input::ThinkingCompleted { duration_ms: c.thinking_duration_ms.and_then(Int::as_u64) });
         } else if let Some(t) = u.turn_ended {

@@ -229,7 +229,7 @@ impl HookDecoder {
             HookEvent::AfterAgentThought => {
                 let Some(g) = turn_gen else { return self.unknown_event(&mut cx, None, p) };
                 if self.ensure_turn(&mut cx, &g, &p) {
-                    cx.push(self, Input::ThinkingDelta { text: p.text.clone().unwrap_or_default() });
+                    cx.push(self, Input::ThinkingDelta { text: p.text.as_deref().unwrap_or_default().into() });
                     let duration_ms = p.duration_ms.and_then(|d| d.as_u64());
                     cx.push(self, Input::ThinkingCompleted { duration_ms });
                     self.unknown_fields(&mut cx, &p);
@@ -239,7 +239,7 @@ impl HookDecoder {
                 let Some(g) = turn_gen else { return self.unknown_event(&mut cx, None, p) };
                 if self.ensure_turn(&mut cx, &g, &p) {
                     if let Some(text) = p.text.clone().filter(|t| !t.is_empty()) {
-                        cx.push(self, Input::TextDelta { text });
+                        cx.push(self, Input::TextDelta { text: text.into() });
                     }
                     if let Some(t) = p.tokens() {
                         // The turn's prompt in full: cache reads and writes are part of `input`.

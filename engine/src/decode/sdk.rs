@@ -84,8 +84,8 @@ impl SdkDecoder {
     fn delta(&mut self, update: InteractionUpdate, push: &mut impl FnMut(Input)) -> Result<(), String> {
         use InteractionUpdate as U;
         match update {
-            U::TextDelta(d) => push(Input::TextDelta { text: d.text.unwrap_or_default() }),
-            U::ThinkingDelta(d) => push(Input::ThinkingDelta { text: d.text.unwrap_or_default() }),
+            U::TextDelta(d) => push(Input::TextDelta { text: d.text.unwrap_or_default().into() }),
+            U::ThinkingDelta(d) => push(Input::ThinkingDelta { text: d.text.unwrap_or_default().into() }),
             U::ThinkingCompleted(c) => {
                 push(Input::ThinkingCompleted { duration_ms: c.thinking_duration_ms.and_then(Int::as_u64) })
             }

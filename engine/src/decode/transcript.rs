@@ -183,7 +183,7 @@ impl TranscriptDecoder {
                         Block::Text { text } => {
                             let shown = self.without_placeholders(&text);
                             if !shown.is_empty() {
-                                self.push(out, pos, Input::TextDelta { text: shown });
+                                self.push(out, pos, Input::TextDelta { text: shown.into() });
                             }
                         }
                         Block::ToolUse { name, input } => self.call(&name, &input, pos, i, out),

@@ -83,9 +83,9 @@ impl SseEncoder {
             Output::RunOpened { model, .. } => w.st.model = model.clone(),
             Output::MessageStarted { .. } => w.open(),
             Output::Text { delta, .. } if !delta.is_empty() => {
-                w.delta(Delta { content: Some(delta.clone()), ..Delta::default() })
+                w.delta(Delta { content: Some(delta.as_str().to_owned()), ..Delta::default() })
             }
-            Output::Thinking { delta, .. } if !delta.is_empty() => w.reasoning(delta.clone()),
+            Output::Thinking { delta, .. } if !delta.is_empty() => w.reasoning(delta.as_str().to_owned()),
             Output::LifecycleLine { title, label, .. } => w.reasoning_line(format!("{title}: {label}\n")),
             Output::Card(card) => match client_call(card) {
                 Some(call) => w.st.calls.push(call),

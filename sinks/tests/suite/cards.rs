@@ -80,9 +80,9 @@ fn hostile_events() -> Vec<OutputEvent> {
                 context: None,
             },
         ),
-        ev(&r, Output::Thinking { turn: 1, delta: format!("think {EVIL}\nmore") }),
+        ev(&r, Output::Thinking { turn: 1, delta: format!("think {EVIL}\nmore").into() }),
         ev(&r, Output::BlockEnded { turn: 1 }),
-        ev(&r, Output::Text { turn: 1, delta: format!("text {EVIL}\r\nend") }),
+        ev(&r, Output::Text { turn: 1, delta: format!("text {EVIL}\r\nend").into() }),
         ev(
             &r,
             Output::LifecycleLine { call: call_ref("call-1"), title: format!("T {EVIL}"), label: format!("L {EVIL}") },

@@ -10,6 +10,7 @@ use aho_corasick::{AhoCorasick, MatchKind};
 
 use super::text::{marker_spans, overlaps, Rewriter};
 use super::REDACTED;
+use toolstream_schemas::Delta;
 
 /// The exact secrets, leftmost-longest (a key inside a longer key goes with the longer one).
 #[derive(Debug)]
@@ -101,22 +102,22 @@ impl SecretStream {
 
     /// The next piece; returns what can be passed on now (maybe nothing: a possible start of a
     /// secret waits for the next piece).
-    pub fn push(&mut self, piece: String) -> String {
+    pub fn push(&mut self, piece: Delta) -> Delta {
         let Some(known) = &self.known else { return piece };
-        let mut text = if self.held.is_empty() { piece } else { std::mem::take(&mut self.held) + &piece };
+        let mut text = if self.held.is_empty() { piece } else { Delta::from(std::mem::take(&mut self.held)) + &piece };
         let p = known.hold_from(&text);
         self.held.push_str(&text[p..]);
         text.truncate(p);
-        known.scrub(&text).unwrap_or(text)
+        known.scrub(&text).map_or(text, Delta::from)
     }
 
     /// What was kept back, at the stream's end (or its block's): no longer secret can start in
     /// it, so its own whole secrets are removed and the rest passes.
-    pub fn flush(&mut self) -> String {
+    pub fn flush(&mut self) -> Delta {
         let held = std::mem::take(&mut self.held);
         match &self.known {
-            Some(known) => known.scrub(&held).unwrap_or(held),
-            None => held,
+            Some(known) => known.scrub(&held).unwrap_or(held).into(),
+            None => held.into(),
         }
     }
 

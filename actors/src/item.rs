@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use toolstream_schemas::{CallRef, InputEvent, OutputEvent, RunId, ShellStream, TokenUsage};
+use toolstream_schemas::{CallRef, DiagFields, InputEvent, OutputEvent, RunId, ShellStream, TokenUsage};
 
 /// One item of a shard's stream.
 #[derive(Debug)]
@@ -15,12 +15,7 @@ pub enum Item {
     /// A shell progress line attributed to the only active shell (shell stage, SPEC §6b).
     ShellProgress { line: Line, stream: ShellStream },
     /// A trace-only record from a stage before the run stage.
-    Diagnostic {
-        session: Arc<str>,
-        at_ms: u64,
-        phase: &'static str,
-        fields: serde_json::Map<String, serde_json::Value>,
-    },
+    Diagnostic { session: Arc<str>, at_ms: u64, phase: &'static str, fields: DiagFields },
     /// Time passes without an event (live sources): fire every timer due by then.
     Tick(u64),
     /// The current source failed (a spawned `cursor-agent` exited non-zero, SPEC §1.1 rule 10):

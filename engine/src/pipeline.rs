@@ -14,7 +14,7 @@ use crossbeam_channel::{bounded, Sender};
 use serde::Serialize;
 use toolstream_actors::item::Item;
 use toolstream_actors::shard::ShardConfig;
-use toolstream_schemas::{Output, OutputEvent, RunId};
+use toolstream_schemas::{DiagFields, Output, OutputEvent, RunId};
 use toolstream_sinks::Sink;
 
 use crate::clock::{ClockMode, EventTime, Extrapolator, Pacer};
@@ -622,11 +622,11 @@ impl Pipeline {
             .iter()
             .map(|s| {
                 tracing::debug!(sink = %s.sink, dropped = s.dropped, queue_full = s.dropped_queue_full, "sink dropped events");
-                let mut fields = serde_json::Map::new();
-                fields.insert("sink".into(), s.sink.as_str().into());
-                fields.insert("whenFull".into(), s.when_full.as_str().into());
-                fields.insert("count".into(), s.dropped.into());
-                fields.insert("queueFull".into(), s.dropped_queue_full.into());
+                let mut fields = DiagFields::new();
+                fields.insert("sink", s.sink.as_str());
+                fields.insert("whenFull", s.when_full.as_str());
+                fields.insert("count", s.dropped);
+                fields.insert("queueFull", s.dropped_queue_full);
                 OutputEvent { run: run.clone(), at_ms, kind: Output::Diagnostic { phase: "sink_dropped".into(), fields } }
             })
             .collect();
@@ -713,10 +713,10 @@ impl Lines for Reading<'_> {
             None => (Arc::from(""), None),
         };
         tracing::debug!(source = %self.decoder.source_name(), line = record.line_no, lines = record.lines, "record rejoined");
-        let mut fields = serde_json::Map::new();
-        fields.insert("source".into(), self.decoder.source_name().as_ref().into());
-        fields.insert("line".into(), record.line_no.into());
-        fields.insert("lines".into(), record.lines.into());
+        let mut fields = DiagFields::new();
+        fields.insert("source", self.decoder.source_name().as_ref());
+        fields.insert("line", record.line_no);
+        fields.insert("lines", record.lines);
         let at_ms = at_ms.unwrap_or_else(|| self.feed.time.latest());
         let k = shard_of(&session, self.feed.pending.len());
         self.feed.pending[k].push(Item::Diagnostic { session, at_ms, phase: "record_rejoined", fields });
@@ -736,11 +736,11 @@ impl Lines for Reading<'_> {
 }
 
 fn decode_error_item(e: &DecodeError, at_ms: u64) -> Item {
-    let mut fields = serde_json::Map::new();
-    fields.insert("source".into(), e.source_name.as_ref().into());
-    fields.insert("line".into(), e.line_no.into());
-    fields.insert("byteOffset".into(), e.byte_offset.into());
-    fields.insert("reason".into(), e.reason.clone().into());
+    let mut fields = DiagFields::new();
+    fields.insert("source", e.source_name.as_ref());
+    fields.insert("line", e.line_no);
+    fields.insert("byteOffset", e.byte_offset);
+    fields.insert("reason", e.reason.clone());
     Item::Diagnostic { session: Arc::from(""), at_ms, phase: "decode_error", fields }
 }
 

@@ -1,6 +1,7 @@
 //! The canonical event model (SPEC §3): input events every source decodes to, and output events
 //! every sink consumes. Actors and sinks meet here and nowhere else.
 
+use std::borrow::Cow;
 use std::sync::{Arc, OnceLock};
 
 use serde::{Deserialize, Serialize};
@@ -8,6 +9,7 @@ use serde_json::value::RawValue;
 
 use crate::cursor_cli::tool_models::ResultModel;
 use crate::cursor_exec::to_openai::OpenAiToolCall;
+use crate::diag_fields::DiagFields;
 pub use crate::ids::{CallRef, RunId};
 pub use crate::result_status::{is_success_arm, ResultStatus};
 use crate::tools::{Tool, ToolKind};
@@ -520,8 +522,8 @@ pub enum Output {
         error: Option<String>,
     },
     Diagnostic {
-        phase: String,
-        fields: serde_json::Map<String, serde_json::Value>,
+        phase: Cow<'static, str>,
+        fields: DiagFields,
     },
 }
 

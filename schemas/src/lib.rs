@@ -8,6 +8,7 @@ pub mod cursor_exec;
 pub mod cursor_hooks;
 pub mod cursor_sdk;
 pub mod cursor_transcript;
+pub mod diag_fields;
 pub mod display;
 pub mod event;
 pub mod ids;
@@ -19,6 +20,7 @@ pub mod pi_contract;
 pub mod result_status;
 pub mod tools;
 
+pub use diag_fields::DiagFields;
 pub use event::*;
 pub use num::Int;
 pub use tools::{PiCard, Tool, ToolKind, ToolSpec, REGISTRY};

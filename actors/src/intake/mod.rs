@@ -15,7 +15,7 @@ use rustc_hash::FxHashMap as HashMap;
 use std::sync::Arc;
 
 use toolstream_schemas::ids::call_ref;
-use toolstream_schemas::{Input, InputEvent, ToolEvent};
+use toolstream_schemas::{DiagFields, Input, InputEvent, ToolEvent};
 
 use crate::item::Item;
 use calls::{CallTable, Completion, Start};
@@ -154,7 +154,7 @@ fn complete(
         Completion::Duplicate(why) => {
             let mut d = dropped(session, at_ms, &t.call_id, "drop-duplicate-completion");
             if let Item::Diagnostic { fields, .. } = &mut d {
-                fields.insert("reason".into(), why.into());
+                fields.insert("reason", why);
             }
             out.push(d);
             false
@@ -184,9 +184,9 @@ fn complete(
 }
 
 fn dropped(session: &Arc<str>, at_ms: u64, call_id: &str, action: &str) -> Item {
-    let mut fields = serde_json::Map::new();
-    fields.insert("action".into(), action.into());
-    fields.insert("callIdHash".into(), call_ref(call_id).hash.into());
+    let mut fields = DiagFields::new();
+    fields.insert("action", action);
+    fields.insert("callIdHash", call_ref(call_id).hash);
     Item::Diagnostic { session: session.clone(), at_ms, phase: "display_decision", fields }
 }
 

@@ -7,7 +7,7 @@
 use rustc_hash::FxHashMap as HashMap;
 use std::sync::Arc;
 
-use toolstream_schemas::{CallRef, Input, InputEvent, Tool, ToolEvent, ToolKind};
+use toolstream_schemas::{CallRef, DiagFields, Input, InputEvent, Tool, ToolEvent, ToolKind};
 
 mod args;
 
@@ -180,9 +180,9 @@ impl LifecycleCore {
             p.fired = true;
             tracing::debug!(at_ms = p.due, duplicate, "lifecycle timer fired");
             if duplicate {
-                let mut fields = serde_json::Map::new();
-                fields.insert("reason".into(), "duplicate".into());
-                fields.insert("callIdHash".into(), p.call.hash.as_str().into());
+                let mut fields = DiagFields::new();
+                fields.insert("reason", "duplicate");
+                fields.insert("callIdHash", p.call.hash.as_str());
                 out.push(Item::Diagnostic {
                     session: session.clone(),
                     at_ms: p.due,
@@ -274,10 +274,10 @@ pub fn has_uri_or_path(s: &str) -> bool {
 }
 
 fn skip(session: &Arc<str>, at_ms: u64, call: &CallRef, tool: &Tool, reason: &str) -> Item {
-    let mut fields = serde_json::Map::new();
-    fields.insert("reason".into(), reason.into());
-    fields.insert("toolName".into(), tool.name().into());
-    fields.insert("callIdHash".into(), call.hash.as_str().into());
+    let mut fields = DiagFields::new();
+    fields.insert("reason", reason);
+    fields.insert("toolName", tool.name());
+    fields.insert("callIdHash", call.hash.as_str());
     Item::Diagnostic { session: session.clone(), at_ms, phase: "tool_lifecycle_skip", fields }
 }
 

@@ -13,7 +13,7 @@ pub mod text;
 use rustc_hash::FxHashMap as HashMap;
 use std::sync::Arc;
 
-use toolstream_schemas::{Input, InputEvent, Output, OutputEvent, RunEnd, RunId, RunStatus};
+use toolstream_schemas::{DiagFields, Input, InputEvent, Output, OutputEvent, RunEnd, RunId, RunStatus};
 
 use crate::item::{Item, RunOutput};
 use crate::present::card::Compaction;
@@ -149,11 +149,11 @@ impl Coordinator {
     /// Something for a session whose run already closed (a background task's notification, usage
     /// after `wait`, …): traced, never a new run.
     fn late(&mut self, what: &str, at_ms: u64, raw: Option<serde_json::Value>, out: &mut Vec<RunOutput>) {
-        let mut fields = serde_json::Map::new();
-        fields.insert("what".into(), what.into());
+        let mut fields = DiagFields::new();
+        fields.insert("what", what);
         if let Some(mut raw) = raw {
             self.cfg.scrubber.scrub_json(&mut raw);
-            fields.insert("raw".into(), raw);
+            fields.insert("raw", raw);
         }
         let run = self.no_run();
         out.push(OutputEvent { run, at_ms, kind: Output::Diagnostic { phase: "after_run_end".into(), fields } }.into());

@@ -8,8 +8,8 @@ use std::sync::Arc;
 use toolstream_schemas::ids::{call_ref, run_label};
 use toolstream_schemas::pi_contract::REPLAY_ID_PREFIX;
 use toolstream_schemas::{
-    CallArgs, CallRef, Delta, IncompleteCall, IncompleteReason, Input, InputEvent, Output, OutputEvent, RunEnd, RunId,
-    RunStart, RunStatus, RunTotals, SegmentKind, StopReason, Tool, ToolEvent, CANCELLED_MESSAGE,
+    CallArgs, CallRef, Delta, DiagFields, IncompleteCall, IncompleteReason, Input, InputEvent, Output, OutputEvent,
+    RunEnd, RunId, RunStart, RunStatus, RunTotals, SegmentKind, StopReason, Tool, ToolEvent, CANCELLED_MESSAGE,
 };
 
 use super::text::{RunText, SegmentDedupe};
@@ -308,11 +308,11 @@ impl Run {
                 return true;
             }
             Input::Raw { what, value } => {
-                let mut fields = serde_json::Map::new();
-                fields.insert("what".into(), what.into());
+                let mut fields = DiagFields::new();
+                fields.insert("what", what);
                 let mut v = serde_json::from_str(value.get()).unwrap_or(serde_json::Value::Null);
                 cfg.scrubber.scrub_json(&mut v);
-                fields.insert("raw".into(), v);
+                fields.insert("raw", v);
                 self.emit(out, Output::Diagnostic { phase: "raw".into(), fields });
             }
         }
@@ -336,9 +336,9 @@ impl Run {
         }
         let mut raw = serde_json::Value::Object(raw);
         cfg.scrubber.scrub_json(&mut raw);
-        let mut f = serde_json::Map::new();
-        f.insert("what".into(), format!("unknown-fields:{what}").into());
-        f.insert("raw".into(), raw);
+        let mut f = DiagFields::new();
+        f.insert("what", format!("unknown-fields:{what}"));
+        f.insert("raw", raw);
         self.emit(out, Output::Diagnostic { phase: "raw".into(), fields: f });
     }
 
@@ -357,8 +357,8 @@ impl Run {
         }
     }
 
-    fn diagnostic(&self, out: &mut Vec<RunOutput>, phase: &str, fields: &[(&str, &str)]) {
-        let fields = fields.iter().map(|(k, v)| ((*k).to_owned(), serde_json::Value::from(*v))).collect();
+    fn diagnostic(&self, out: &mut Vec<RunOutput>, phase: &'static str, fields: &[(&'static str, &str)]) {
+        let fields = fields.iter().map(|&(k, v)| (k, v)).collect();
         self.emit(out, Output::Diagnostic { phase: phase.into(), fields });
     }
 

@@ -8,7 +8,7 @@ use rustc_hash::FxHashMap as HashMap;
 use std::sync::Arc;
 
 use toolstream_schemas::cursor_cli::tool_models::{ResultModel, ToolSuccess};
-use toolstream_schemas::{CallRef, Input, InputEvent, ShellStream, Tool, ToolEvent, ToolKind};
+use toolstream_schemas::{CallRef, DiagFields, Input, InputEvent, ShellStream, Tool, ToolEvent, ToolKind};
 
 use crate::item::{Item, Line};
 use crate::present::bounds::display_line;
@@ -131,9 +131,9 @@ impl ShellCore {
                             s.buffer = String::new();
                             s.budget = 0;
                         }
-                        let mut fields = serde_json::Map::new();
-                        fields.insert("activeShells".into(), n.into());
-                        fields.insert("stream".into(), stream_name(*stream).into());
+                        let mut fields = DiagFields::new();
+                        fields.insert("activeShells", n);
+                        fields.insert("stream", stream_name(*stream));
                         out.push(Item::Diagnostic {
                             session: ev.session.clone(),
                             at_ms,
@@ -192,9 +192,9 @@ fn cut_bytes(s: &str, max: usize) -> &str {
 }
 
 fn diagnostic(session: &Arc<str>, at_ms: u64, phase: &'static str, call: &CallRef, action: &str) -> Item {
-    let mut fields = serde_json::Map::new();
-    fields.insert("action".into(), action.into());
-    fields.insert("callIdHash".into(), call.hash.as_str().into());
+    let mut fields = DiagFields::new();
+    fields.insert("action", action);
+    fields.insert("callIdHash", call.hash.as_str());
     Item::Diagnostic { session: session.clone(), at_ms, phase, fields }
 }
 

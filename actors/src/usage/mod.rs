@@ -10,7 +10,7 @@ mod runs;
 use std::sync::Arc;
 
 use toolstream_schemas::models::{ModelLimits, ModelTable};
-use toolstream_schemas::{Output, OutputEvent, RunId, StopReason, TokenUsage, Usage};
+use toolstream_schemas::{DiagFields, Output, OutputEvent, RunId, StopReason, TokenUsage, Usage};
 
 use crate::item::RunOutput;
 use crate::present::bounds::estimate_tokens;
@@ -164,14 +164,14 @@ impl UsageCore {
                 r.message_open = false;
                 r.sdk = None;
                 r.output_units = 0;
-                let mut fields = serde_json::Map::new();
-                fields.insert("source".into(), source.into());
-                fields.insert("turn".into(), (*turn).into());
-                fields.insert("input".into(), applied.input.into());
-                fields.insert("output".into(), applied.output.into());
-                fields.insert("cacheRead".into(), applied.cache_read.into());
-                fields.insert("cacheWrite".into(), applied.cache_write.into());
-                fields.insert("totalTokens".into(), applied.total_tokens.into());
+                let mut fields = DiagFields::new();
+                fields.insert("source", source);
+                fields.insert("turn", *turn);
+                fields.insert("input", applied.input);
+                fields.insert("output", applied.output);
+                fields.insert("cacheRead", applied.cache_read);
+                fields.insert("cacheWrite", applied.cache_write);
+                fields.insert("totalTokens", applied.total_tokens);
                 let (run, at_ms) = (run.clone(), ev.at_ms);
                 out.push(ev);
                 out.push(OutputEvent {
@@ -206,9 +206,9 @@ impl UsageCore {
             "already-has-usage"
         };
         if verdict != "held" {
-            let mut fields = serde_json::Map::new();
-            fields.insert("action".into(), "discard-turn-usage".into());
-            fields.insert("reason".into(), verdict.into());
+            let mut fields = DiagFields::new();
+            fields.insert("action", "discard-turn-usage");
+            fields.insert("reason", verdict);
             out.push(OutputEvent { run, at_ms, kind: Output::Diagnostic { phase: "usage_discarded".into(), fields } });
         }
     }

@@ -17,7 +17,9 @@ use rustc_hash::FxHashMap as HashMap;
 use serde::{Serialize, Serializer};
 use serde_json::{Map, Value};
 use toolstream_schemas::ids::hash8;
-use toolstream_schemas::{Card, IncompleteCall, Output, OutputEvent, RunId, RunStatus, RunTotals, StopReason, Usage};
+use toolstream_schemas::{
+    Card, DiagFields, IncompleteCall, Output, OutputEvent, RunId, RunStatus, RunTotals, StopReason, Usage,
+};
 
 use crate::{Sink, SinkError};
 
@@ -384,7 +386,7 @@ impl<W: Write + Send> JsonlTraceSink<W> {
                 let counters = self.runs.remove(&ev.run).unwrap_or_default();
                 ("run_closed".into(), run_closed_fields(*status, totals, error.as_deref(), counters))
             }
-            Output::Diagnostic { phase, fields } => (phase.as_str().into(), diagnostic_fields(fields)),
+            Output::Diagnostic { phase, fields } => (phase.as_ref().into(), diagnostic_fields(fields)),
         };
         Some((phase, fields))
     }
@@ -520,11 +522,11 @@ fn run_closed_fields<'a>(
 
 /// Keep only allowlisted keys (in the map's order), hash a raw `cursorMcpCallId`, and report how
 /// many keys were dropped as `droppedFields` when any were.
-fn diagnostic_fields(fields: &Map<String, Value>) -> Fields<'_> {
+fn diagnostic_fields(fields: &DiagFields) -> Fields<'_> {
     let mut out = Fields::with_capacity(fields.len() + 1);
     let mut dropped: u64 = 0;
-    for (key, value) in fields {
-        let Some(name) = DIAGNOSTIC_ALLOWLIST.iter().find(|k| **k == key.as_str()) else {
+    for (key, value) in fields.iter() {
+        let Some(name) = DIAGNOSTIC_ALLOWLIST.iter().find(|k| **k == key) else {
             dropped += 1;
             continue;
         };
@@ -616,8 +618,8 @@ mod tests {
     fn seq_zero_has_empty_run() {
         let r = run(0);
         let mut sink = JsonlTraceSink::new(Vec::new(), DEFAULT_LIMIT_BYTES);
-        let mut fields = Map::new();
-        fields.insert("reason".into(), "bad json".into());
+        let mut fields = DiagFields::new();
+        fields.insert("reason", "bad json");
         sink.write(&[ev(&r, 0, Output::Diagnostic { phase: "decode_error".into(), fields })]).unwrap();
         let l = lines(&sink.into_inner());
         assert_eq!(l[0]["run"], "");

@@ -9,8 +9,8 @@ use std::sync::Arc;
 use serde_json::{json, Map, Value};
 use toolstream_schemas::ids::{call_ref, hash8};
 use toolstream_schemas::{
-    Card, Cost, IncompleteCall, IncompleteReason, LineKind, Output, OutputEvent, RunId, RunStatus, RunTotals,
-    ShellStream, StopReason, StyledLine, TokenUsage, Tool, ToolKind, Usage,
+    Card, Cost, DiagFields, IncompleteCall, IncompleteReason, LineKind, Output, OutputEvent, RunId, RunStatus,
+    RunTotals, ShellStream, StopReason, StyledLine, TokenUsage, Tool, ToolKind, Usage,
 };
 use toolstream_sinks::jsonl_trace::{JsonlTraceSink, DEFAULT_LIMIT_BYTES, MAX_STRING_CHARS};
 use toolstream_sinks::{Sink, SinkError};
@@ -27,7 +27,7 @@ fn ev(run: &Arc<RunId>, at_ms: u64, kind: Output) -> OutputEvent {
     OutputEvent { run: run.clone(), at_ms, kind }
 }
 
-fn fields(pairs: &[(&str, Value)]) -> Map<String, Value> {
+fn fields(pairs: &[(&str, Value)]) -> DiagFields {
     pairs.iter().map(|(k, v)| ((*k).to_owned(), v.clone())).collect()
 }
 
@@ -353,7 +353,7 @@ fn call_ids_and_assistant_content_never_appear() {
 fn diagnostics_keep_only_allowlisted_fields() {
     let r = run(1);
     let diag = |phase: &str, pairs: &[(&str, Value)]| {
-        ev(&r, 5, Output::Diagnostic { phase: phase.into(), fields: fields(pairs) })
+        ev(&r, 5, Output::Diagnostic { phase: phase.to_owned().into(), fields: fields(pairs) })
     };
     let raw_mcp = "mcp-req-17-RAWID";
     let bytes = trace(&[

@@ -10,7 +10,7 @@ use serde::ser::{Serialize, SerializeMap, Serializer};
 use serde_json::Value;
 
 /// Named values; a name set twice keeps the last value, as in a JSON object.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default)]
 pub struct DiagFields(Vec<(Cow<'static, str>, Value)>);
 
 impl DiagFields {
@@ -61,6 +61,14 @@ impl<K: Into<Cow<'static, str>>, V: Into<Value>> FromIterator<(K, V)> for DiagFi
     }
 }
 
+/// Equal when they hold the same names with the same values, in whatever order they were set
+/// (as two JSON objects are).
+impl PartialEq for DiagFields {
+    fn eq(&self, other: &DiagFields) -> bool {
+        self.len() == other.len() && self.0.iter().all(|(k, v)| other.get(k) == Some(v))
+    }
+}
+
 impl std::ops::Index<&str> for DiagFields {
     type Output = Value;
 
@@ -106,5 +114,11 @@ mod tests {
                 .map(|(k, v)| (k.to_owned(), v))
                 .collect();
         assert_eq!(serde_json::to_string(&f).unwrap(), serde_json::to_string(&as_map).unwrap());
+        let same: DiagFields =
+            [("dynamic", json!([1])), ("turn", json!(4)), ("action", json!("skip"))].into_iter().collect();
+        assert_eq!(f, same);
+        let other: DiagFields =
+            [("dynamic", json!([1])), ("turn", json!(5)), ("action", json!("skip"))].into_iter().collect();
+        assert_ne!(f, other);
     }
 }

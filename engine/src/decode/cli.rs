@@ -82,7 +82,7 @@ impl CliDecoder {
                             push(if line.model_call_id.is_some() {
                                 Input::TextSegment { kind: SegmentKind::Consolidated, text: t.into_owned() }
                             } else if line.timestamp_ms.is_some() {
-                                Input::TextDelta { text: Delta::from(t.as_ref()) }
+                                Input::TextDelta { text: Delta::from(t) }
                             } else {
                                 Input::TextSegment { kind: SegmentKind::Final, text: t.into_owned() }
                             });

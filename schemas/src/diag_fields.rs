@@ -9,8 +9,8 @@ use std::borrow::Cow;
 use serde::ser::{Serialize, SerializeMap, Serializer};
 use serde_json::Value;
 
-/// Named values; a name set twice keeps the last value, as in a JSON object.
-#[derive(Clone, Debug, Default)]
+/// Named values, kept in name order; a name set twice keeps the last value, as in a JSON object.
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct DiagFields(Vec<(Cow<'static, str>, Value)>);
 
 impl DiagFields {
@@ -18,21 +18,18 @@ impl DiagFields {
         DiagFields(Vec::new())
     }
 
-    pub fn with_capacity(n: usize) -> DiagFields {
-        DiagFields(Vec::with_capacity(n))
-    }
-
     /// Set `key` to `value` (replacing an earlier value of the same name).
     pub fn insert(&mut self, key: impl Into<Cow<'static, str>>, value: impl Into<Value>) {
         let (key, value) = (key.into(), value.into());
-        match self.0.iter_mut().find(|(k, _)| *k == key) {
-            Some((_, v)) => *v = value,
-            None => self.0.push((key, value)),
+        match self.0.binary_search_by(|(k, _)| k.as_ref().cmp(key.as_ref())) {
+            Ok(i) => self.0[i].1 = value,
+            Err(i) => self.0.insert(i, (key, value)),
         }
     }
 
     pub fn get(&self, key: &str) -> Option<&Value> {
-        self.0.iter().find(|(k, _)| k == key).map(|(_, v)| v)
+        let i = self.0.binary_search_by(|(k, _)| k.as_ref().cmp(key)).ok()?;
+        Some(&self.0[i].1)
     }
 
     pub fn len(&self) -> usize {
@@ -45,9 +42,7 @@ impl DiagFields {
 
     /// The fields in name order.
     pub fn iter(&self) -> impl Iterator<Item = (&str, &Value)> {
-        let mut order: Vec<&(Cow<'static, str>, Value)> = self.0.iter().collect();
-        order.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-        order.into_iter().map(|(k, v)| (k.as_ref(), v))
+        self.0.iter().map(|(k, v)| (k.as_ref(), v))
     }
 }
 
@@ -58,14 +53,6 @@ impl<K: Into<Cow<'static, str>>, V: Into<Value>> FromIterator<(K, V)> for DiagFi
             fields.insert(k, v);
         }
         fields
-    }
-}
-
-/// Equal when they hold the same names with the same values, in whatever order they were set
-/// (as two JSON objects are).
-impl PartialEq for DiagFields {
-    fn eq(&self, other: &DiagFields) -> bool {
-        self.len() == other.len() && self.0.iter().all(|(k, v)| other.get(k) == Some(v))
     }
 }
 

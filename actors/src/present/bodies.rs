@@ -8,7 +8,7 @@ use toolstream_schemas::cursor_cli::tool_models::{self as m, FailureResult, Todo
 use toolstream_schemas::pi_contract::NEUTRAL_REPLAY_TOOL;
 use toolstream_schemas::{Int, ResultStatus, ToolKind, ToolResult};
 
-use super::bounds::{bound_list, bound_read, fallback_args_but, fallback_result, relative_path};
+use super::bounds::{bound_list, bound_read, fallback_args, fallback_result, relative_path};
 use super::card::CALL_ID_ARG;
 
 /// What a tool's renderer produced.
@@ -399,7 +399,7 @@ fn render_failure(ctx: &RenderCtx<'_>, kind: ToolKind, status: &ResultStatus, f:
 /// three of its scalar args.
 pub fn render_unknown(name: &str, args: Option<&serde_json::Value>, result: Option<&ToolResult>) -> Rendered {
     // The call id is not an argument: it is left out (read in place, not copied).
-    let args_lines: Vec<String> = args.map(|a| fallback_args_but(a, Some(CALL_ID_ARG))).unwrap_or_default();
+    let args_lines: Vec<String> = args.map(|a| fallback_args(a, Some(CALL_ID_ARG))).unwrap_or_default();
     let is_error = result.is_some_and(|r| !r.status.is_success());
     let result_text = result.map(|r| {
         let text = fallback_result(&result_text(r));

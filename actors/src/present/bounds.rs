@@ -353,13 +353,9 @@ pub fn shell_preview(text: &str) -> Preview {
 
 /// `key: value` lines for an unknown tool's args: at most 8 args (then `+N more args`), strings
 /// shown raw, other scalars as JSON, arrays as their first 3 items then `+N more`, objects as
-/// compact JSON; every line is a display line (240 chars). Non-object args give one line.
-pub fn fallback_args(args: &Value) -> Vec<String> {
-    fallback_args_but(args, None)
-}
-
-/// [`fallback_args`] of an object with its field `hidden` left out (read in place, not copied).
-pub fn fallback_args_but(args: &Value, hidden: Option<&str>) -> Vec<String> {
+/// compact JSON; every line is a display line (240 chars). Non-object args give one line. An
+/// object's field `hidden` is left out (read in place, not copied) and not counted.
+pub fn fallback_args(args: &Value, hidden: Option<&str>) -> Vec<String> {
     match args {
         Value::Null => Vec::new(),
         Value::Object(map) => {
@@ -767,7 +763,7 @@ mod tests {
             "obj": {"x": 1, "y": [1, 2]},
         });
         assert_eq!(
-            fallback_args(&args),
+            fallback_args(&args, None),
             vec![
                 "empty: []",
                 "flag: true",
@@ -779,23 +775,20 @@ mod tests {
             ]
         );
         let many: serde_json::Map<String, Value> = (0..11).map(|i| (format!("k{i:02}"), json!(i))).collect();
-        let lines = fallback_args(&Value::Object(many));
+        let lines = fallback_args(&Value::Object(many), None);
         assert_eq!(lines.len(), 9);
         assert_eq!(lines[8], "+3 more args");
         // A hidden field is neither shown nor counted; one that is absent changes nothing.
         let mut nine: serde_json::Map<String, Value> = (0..8).map(|i| (format!("k{i:02}"), json!(i))).collect();
         nine.insert("id".into(), json!("secret-id"));
-        let shown = fallback_args_but(&Value::Object(nine.clone()), Some("id"));
+        let shown = fallback_args(&Value::Object(nine.clone()), Some("id"));
         assert_eq!(shown.len(), 8);
         assert!(shown.iter().all(|l| !l.contains("secret-id") && !l.contains("more args")));
-        assert_eq!(
-            fallback_args_but(&Value::Object(nine), Some("other")).last().map(String::as_str),
-            Some("+1 more args")
-        );
-        assert!(fallback_args(&Value::Null).is_empty());
-        assert_eq!(fallback_args(&json!("just text")), vec!["just text"]);
+        assert_eq!(fallback_args(&Value::Object(nine), Some("other")).last().map(String::as_str), Some("+1 more args"));
+        assert!(fallback_args(&Value::Null, None).is_empty());
+        assert_eq!(fallback_args(&json!("just text"), None), vec!["just text"]);
         let big = json!({"content": "x".repeat(100_000), "deep": {"s": "y".repeat(100_000)}});
-        for line in fallback_args(&big) {
+        for line in fallback_args(&big, None) {
             assert_eq!(line.chars().count(), 240);
             assert!(line.ends_with('…'));
         }

@@ -358,7 +358,7 @@ impl Run {
     }
 
     fn diagnostic(&self, out: &mut Vec<RunOutput>, phase: &'static str, fields: &[(&'static str, &str)]) {
-        let fields = fields.iter().map(|&(k, v)| (k, v)).collect();
+        let fields = fields.iter().copied().collect();
         self.emit(out, Output::Diagnostic { phase: phase.into(), fields });
     }
 

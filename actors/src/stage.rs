@@ -92,11 +92,15 @@ core_stage!(UsageCore, RunOutput => OutputEvent);
 pub struct StageActor<S: Stage> {
     core: S,
     next: Recipient<Batch<S::Out>>,
+    /// The last batch's size and how many outputs it made: the next batch's buffer starts as
+    /// large as that ratio says, so a stage that emits more than it takes (the run stage opens
+    /// messages and blocks around the text) does not grow and copy it on every batch.
+    last: (usize, usize),
 }
 
 impl<S: Stage> StageActor<S> {
     pub fn new(core: S, next: Recipient<Batch<S::Out>>) -> Self {
-        StageActor { core, next }
+        StageActor { core, next, last: (0, 0) }
     }
 }
 
@@ -108,10 +112,13 @@ impl<S: Stage> Handler<Batch<S::In>> for StageActor<S> {
     type Result = ResponseFuture<Result<(), StageFailed>>;
 
     fn handle(&mut self, batch: Batch<S::In>, _: &mut Context<Self>) -> Self::Result {
-        let mut out = Vec::with_capacity(batch.0.len());
+        let taken = batch.0.len();
+        let (last_in, last_out) = self.last;
+        let mut out = Vec::with_capacity(taken.max(taken.saturating_mul(last_out) / last_in.max(1)));
         for input in batch.0 {
             self.core.push(input, &mut out);
         }
+        self.last = (taken, out.len());
         let next = self.next.clone();
         Box::pin(async move {
             if out.is_empty() {

@@ -113,8 +113,7 @@ impl<S: Stage> Handler<Batch<S::In>> for StageActor<S> {
 
     fn handle(&mut self, batch: Batch<S::In>, _: &mut Context<Self>) -> Self::Result {
         let taken = batch.0.len();
-        let (last_in, last_out) = self.last;
-        let mut out = Vec::with_capacity(taken.max(taken.saturating_mul(last_out) / last_in.max(1)));
+        let mut out = Vec::with_capacity(out_capacity(taken, self.last));
         for input in batch.0 {
             self.core.push(input, &mut out);
         }
@@ -128,6 +127,17 @@ impl<S: Stage> Handler<Batch<S::In>> for StageActor<S> {
             next.send(Batch(out)).await.unwrap_or(Err(StageFailed))
         })
     }
+}
+
+/// A stage's outputs can outnumber its inputs this many times over before its next buffer stops
+/// following suit: a run's end (one input, a few dozen outputs) must not size the next batch.
+const MAX_OUT_PER_IN: usize = 4;
+
+/// The buffer for the outputs of `taken` inputs, sized by how many outputs per input the `last`
+/// batch (inputs, outputs) made, at most [`MAX_OUT_PER_IN`] each.
+fn out_capacity(taken: usize, (last_in, last_out): (usize, usize)) -> usize {
+    let per_batch = taken.saturating_mul(last_out) / last_in.max(1);
+    per_batch.clamp(taken, taken.saturating_mul(MAX_OUT_PER_IN))
 }
 
 /// Call matching and dedupe (SPEC §5.2): the shard's first stage.
@@ -178,6 +188,20 @@ mod tests {
             self.0.fetch_add(batch.0.len(), Ordering::SeqCst);
             Ok(())
         }
+    }
+
+    #[test]
+    fn an_output_buffer_follows_the_last_ratio_within_bounds() {
+        // The first batch, and a stage that emits one per input: as many as it takes.
+        assert_eq!(out_capacity(1024, (0, 0)), 1024);
+        assert_eq!(out_capacity(1024, (512, 512)), 1024);
+        // Half again as many outputs as inputs last time: room for that now.
+        assert_eq!(out_capacity(1000, (200, 300)), 1500);
+        // A stage that dropped most inputs still gets room for one each.
+        assert_eq!(out_capacity(100, (100, 3)), 100);
+        // One input that made a thousand outputs does not size the next batch a thousand times.
+        assert_eq!(out_capacity(1024, (1, 1000)), 4096);
+        assert_eq!(out_capacity(0, (1, 1000)), 0);
     }
 
     #[test]

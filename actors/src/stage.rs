@@ -92,9 +92,9 @@ core_stage!(UsageCore, RunOutput => OutputEvent);
 pub struct StageActor<S: Stage> {
     core: S,
     next: Recipient<Batch<S::Out>>,
-    /// The last batch's size and how many outputs it made: the next batch's buffer starts as
-    /// large as that ratio says, so a stage that emits more than it takes (the run stage opens
-    /// messages and blocks around the text) does not grow and copy it on every batch.
+    /// The last batch's size and how many outputs it made: the next batch's buffer is sized from
+    /// that ratio ([`out_capacity`]), so a stage that emits more than it takes (the run stage
+    /// opens messages and blocks around the text) does not grow and copy it on every batch.
     last: (usize, usize),
 }
 

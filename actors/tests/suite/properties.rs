@@ -1113,7 +1113,7 @@ fn run_scenario(sc: &Scenario) -> (Vec<Step>, Outcome) {
 }
 
 /// A generated prompt that looks like credentials (`user:password@host`) once made property 4b
-/// fail in CI: the engine shows it redacted, as every sink gets it. The case, kept.
+/// fail in a run of `.ci/run`: the engine shows it redacted, as every sink gets it. The case, kept.
 #[test]
 fn a_prompt_that_looks_like_credentials_is_expected_redacted() {
     let sc = Scenario {

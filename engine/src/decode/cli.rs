@@ -32,18 +32,19 @@ impl CliDecoder {
         // A tool call is read in the line's own pass (its payload is scanned once, not twice); a
         // line whose `tool_call` that pass refuses is read as it always was, `tool_call` raw, and
         // decodes (or fails) exactly as before.
-        match Line::parse_with_tool_call(text) {
-            Ok(line) => self.decode_line(line, text, pos, out),
+        let mut line = Line::<Box<ToolCallObject>>::default();
+        match Line::parse_into(text, &mut line) {
+            Ok(()) => self.decode_line(&mut line, text, pos, out),
             Err(_) => {
-                let line = Line::parse(text).map_err(|e| e.to_string())?;
-                self.decode_line(line, text, pos, out)
+                let mut line = Line::parse(text).map_err(|e| e.to_string())?;
+                self.decode_line(&mut line, text, pos, out)
             }
         }
     }
 
     fn decode_line<'a, T: ToolCallField<'a>>(
         &mut self,
-        mut line: Line<'a, T>,
+        line: &mut Line<'a, T>,
         text: &str,
         pos: SourcePos,
         out: &mut Vec<InputEvent>,
@@ -57,16 +58,16 @@ impl CliDecoder {
             ("system", "init") => {
                 // Unknown init fields travel inside RunStart.
                 push(Input::RunStarted(Box::new(RunStart {
-                    cwd: rest_str(&line, "cwd"),
-                    model: rest_str(&line, "model"),
+                    cwd: rest_str(line, "cwd"),
+                    model: rest_str(line, "model"),
                     prompt: None,
                     context: None,
-                    extra: unknown(&line, &["cwd", "model", "apiKeySource", "permissionMode"]),
+                    extra: unknown(line, &["cwd", "model", "apiKeySource", "permissionMode"]),
                 })));
                 return Ok(());
             }
             ("user", _) => {
-                let text = message_text(&line)?;
+                let text = message_text(line)?;
                 push(Input::UserPrompt { text });
             }
             ("thinking", "delta") => push(Input::ThinkingDelta { text: line.text.as_deref().unwrap_or("").into() }),
@@ -97,7 +98,8 @@ impl CliDecoder {
                 let Some(tc) = line.tool_call.take() else {
                     return Err("tool_call line without `tool_call`".into());
                 };
-                let ev = tool_event(&line, tc.into_object()?)?;
+                let ev = tool_event(line, tc.into_object()?)?;
+                read_ahead(&ev, sub == "started");
                 push(match sub {
                     "started" => Input::ToolStarted(Box::new(ev)),
                     _ => Input::ToolCompleted(Box::new(ev)),
@@ -106,7 +108,7 @@ impl CliDecoder {
             ("result", _) => {
                 // Unknown result fields travel inside RunEnd.
                 let known = ["duration_ms", "duration_api_ms", "is_error", "result", "request_id", "usage"];
-                push(Input::RunEnded(Box::new(run_end(&line, sub, &known)?)));
+                push(Input::RunEnded(Box::new(run_end(line, sub, &known)?)));
                 return Ok(());
             }
             (kind, sub) => {
@@ -118,7 +120,7 @@ impl CliDecoder {
             }
         }
         // Keys the line type does not define are carried through as unknown fields.
-        let extra = unknown(&line, &[]);
+        let extra = unknown(line, &[]);
         if !extra.is_empty() {
             let what = format!("unknown-fields:{}", line.kind);
             push(Input::Raw { what, value: raw_object(&extra)? });
@@ -223,6 +225,20 @@ fn tool_event<'a, T>(line: &Line<'a, T>, tc: ToolCallObject<'a>) -> Result<ToolE
         call: CallIdent::default(),
         extra,
     })
+}
+
+/// Reads a report's payloads into what the later stages read of them (each once: they keep it),
+/// here on the reading thread, which has time to spare while the shard's stages are the slower
+/// half of the pipeline: a start's args tree, a completion's result model. A completion's args
+/// stay text until read: intake gives a completion that repeats its start's args the start's.
+fn read_ahead(ev: &ToolEvent, started: bool) {
+    if started {
+        if let Some(args) = &ev.args {
+            args.tree();
+        }
+    } else if let (Some(result), Some(kind)) = (&ev.result, ev.payload_kind()) {
+        result.model(kind);
+    }
 }
 
 /// `args.toolName` (or `tool_name`) of an MCP call, for web search/fetch reclassification.

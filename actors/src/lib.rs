@@ -4,6 +4,7 @@
 //! presentation (titles, summaries, bodies, scrubbing, bounds) as pure functions.
 
 pub mod bridge;
+mod by_session;
 pub mod compact;
 pub mod intake;
 pub mod item;

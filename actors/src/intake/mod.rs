@@ -17,6 +17,7 @@ use std::sync::Arc;
 use toolstream_schemas::ids::call_ref;
 use toolstream_schemas::{DiagFields, Input, InputEvent, ToolEvent};
 
+use crate::by_session::state_of;
 use crate::item::Item;
 use calls::{CallTable, Completion, Start};
 
@@ -36,7 +37,7 @@ impl IntakeCore {
             Item::Input(mut ev) => match self.on_input(&mut ev, out) {
                 Next::Drop => {}
                 Next::Forward => out.push(Item::Input(ev)),
-                Next::Hold => self.held.entry(ev.session.clone()).or_default().push(ev),
+                Next::Hold => state_of(&mut self.held, &ev.session, Vec::new).push(ev),
                 Next::ForwardAndSettle => {
                     // Forward this completion before any held report it settles.
                     let session = ev.session.clone();
@@ -75,7 +76,7 @@ impl IntakeCore {
                 Next::Forward
             }
             Input::ToolStarted(t) | Input::ToolPartial(t) => {
-                let table = self.tables.entry(ev.session.clone()).or_default();
+                let table = state_of(&mut self.tables, &ev.session, CallTable::default);
                 let last_key = &mut self.last_key;
                 match table.start(t, || next_key(last_key)) {
                     Start::New | Start::Repeat => Next::Forward,
@@ -87,7 +88,7 @@ impl IntakeCore {
                 }
             }
             Input::ToolCompleted(t) => {
-                let table = self.tables.entry(ev.session.clone()).or_default();
+                let table = state_of(&mut self.tables, &ev.session, CallTable::default);
                 if table.is_ambiguous_shell_report(t) {
                     Next::Hold
                 } else if !complete(table, &mut self.last_key, &ev.session, at_ms, t, out) {
@@ -118,7 +119,7 @@ impl IntakeCore {
     /// unless `all` (the run is ending), the rest are dropped as repeats or go on.
     fn release_held(&mut self, session: &Arc<str>, all: bool, out: &mut Vec<Item>) {
         let Some(held) = self.held.remove(session) else { return };
-        let table = self.tables.entry(session.clone()).or_default();
+        let table = state_of(&mut self.tables, session, CallTable::default);
         let mut still = Vec::new();
         for mut ev in held {
             let at_ms = ev.at_ms.unwrap_or(0);

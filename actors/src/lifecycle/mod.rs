@@ -13,6 +13,7 @@ mod args;
 
 use args::LabelArgs;
 
+use crate::by_session::state_of;
 use crate::item::{Item, Line};
 use crate::present::bounds::{display_line, DISPLAY_LINE_CHARS};
 use crate::present::scrub::Scrubber;
@@ -110,7 +111,7 @@ impl LifecycleCore {
                     return;
                 }
                 let label = self.label(t, &args);
-                let list = self.calls.entry(ev.session.clone()).or_default();
+                let list = state_of(&mut self.calls, &ev.session, Vec::new);
                 match list.iter_mut().find(|p| p.key == t.call.key) {
                     // Re-scheduling the same call replaces its timer (until its line is shown).
                     Some(p) if !p.fired => {

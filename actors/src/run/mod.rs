@@ -15,6 +15,7 @@ use std::sync::Arc;
 
 use toolstream_schemas::{DiagFields, Input, InputEvent, Output, OutputEvent, RunEnd, RunId, RunStatus};
 
+use crate::by_session::state_of;
 use crate::item::{Item, RunOutput};
 use crate::present::card::Compaction;
 use crate::present::scrub::Scrubber;
@@ -75,7 +76,9 @@ pub struct Coordinator {
 #[derive(Debug, Default)]
 struct Session {
     runs_started: u32,
-    open: Option<Run>,
+    /// Boxed: a run's state is near a kilobyte, and the table is probed for every event; inline,
+    /// each probe of 64 interleaved sessions touched a cache line of its own.
+    open: Option<Box<Run>>,
 }
 
 impl Coordinator {
@@ -257,9 +260,7 @@ fn session_entry<'a>(
     retired: &mut HashMap<Arc<str>, u32>,
     session: &Arc<str>,
 ) -> &'a mut Session {
-    sessions
-        .entry(session.clone())
-        .or_insert_with(|| Session { runs_started: retired.remove(session).unwrap_or(0), open: None })
+    state_of(sessions, session, || Session { runs_started: retired.remove(session).unwrap_or(0), open: None })
 }
 
 /// Whether an input event is model activity that begins (or implicitly opens) a run; anything
@@ -311,7 +312,7 @@ fn run_for<'a>(
     let s = session_entry(sessions, retired, session);
     let run = s.open.get_or_insert_with(|| {
         s.runs_started += 1;
-        Run::new(session.clone(), s.runs_started, t.unwrap_or(0), cfg.scrubber.stream())
+        Box::new(Run::new(session.clone(), s.runs_started, t.unwrap_or(0), cfg.scrubber.stream()))
     });
     if let Some(t) = t {
         run.advance(cfg, t, false, out);

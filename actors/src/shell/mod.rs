@@ -10,6 +10,7 @@ use std::sync::Arc;
 use toolstream_schemas::cursor_cli::tool_models::{ResultModel, ToolSuccess};
 use toolstream_schemas::{CallRef, DiagFields, Input, InputEvent, ShellStream, Tool, ToolEvent, ToolKind};
 
+use crate::by_session::state_of;
 use crate::item::{Item, Line};
 use crate::present::bounds::display_line;
 use crate::present::scrub::{settled, Scrubber};
@@ -73,7 +74,7 @@ impl ShellCore {
                 self.active.remove(&ev.session);
             }
             Input::ToolStarted(t) | Input::ToolPartial(t) if is_shell(t) => {
-                let list = self.active.entry(ev.session.clone()).or_default();
+                let list = state_of(&mut self.active, &ev.session, Vec::new);
                 if !list.iter().any(|s| s.key == t.call.key) {
                     list.push(ActiveShell {
                         key: t.call.key,

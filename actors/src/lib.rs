@@ -4,7 +4,7 @@
 //! presentation (titles, summaries, bodies, scrubbing, bounds) as pure functions.
 
 pub mod bridge;
-mod by_session;
+mod by_arc;
 pub mod compact;
 pub mod intake;
 pub mod item;

@@ -11,22 +11,21 @@
 
 pub mod calls;
 
-use rustc_hash::FxHashMap as HashMap;
 use std::sync::Arc;
 
 use toolstream_schemas::ids::call_ref;
 use toolstream_schemas::{DiagFields, Input, InputEvent, ToolEvent};
 
-use crate::by_session::state_of;
+use crate::by_arc::ByArc;
 use crate::item::Item;
 use calls::{CallTable, Completion, Start};
 
 /// The intake stage's state: one call table per open run (per session).
 #[derive(Debug, Default)]
 pub struct IntakeCore {
-    tables: HashMap<Arc<str>, CallTable>,
+    tables: ByArc<str, CallTable>,
     /// Ambiguous id-less shell reports, per session, in arrival order.
-    held: HashMap<Arc<str>, Vec<InputEvent>>,
+    held: ByArc<str, Vec<InputEvent>>,
     /// The last call key handed out (keys are unique across this intake's sessions and runs).
     last_key: u64,
 }
@@ -37,7 +36,7 @@ impl IntakeCore {
             Item::Input(mut ev) => match self.on_input(&mut ev, out) {
                 Next::Drop => {}
                 Next::Forward => out.push(Item::Input(ev)),
-                Next::Hold => state_of(&mut self.held, &ev.session, Vec::new).push(ev),
+                Next::Hold => self.held.state_of(&ev.session, Vec::new).push(ev),
                 Next::ForwardAndSettle => {
                     // Forward this completion before any held report it settles.
                     let session = ev.session.clone();
@@ -66,7 +65,7 @@ impl IntakeCore {
                 // Reports held from a previous run that never ended go out under that run.
                 let session = ev.session.clone();
                 self.release_held(&session, true, out);
-                self.tables.insert(session, CallTable::default());
+                self.tables.insert(&session, CallTable::default());
                 Next::Forward
             }
             Input::RunEnded(_) => {
@@ -76,7 +75,7 @@ impl IntakeCore {
                 Next::Forward
             }
             Input::ToolStarted(t) | Input::ToolPartial(t) => {
-                let table = state_of(&mut self.tables, &ev.session, CallTable::default);
+                let table = self.tables.state_of(&ev.session, CallTable::default);
                 let last_key = &mut self.last_key;
                 match table.start(t, || next_key(last_key)) {
                     Start::New | Start::Repeat => Next::Forward,
@@ -88,7 +87,7 @@ impl IntakeCore {
                 }
             }
             Input::ToolCompleted(t) => {
-                let table = state_of(&mut self.tables, &ev.session, CallTable::default);
+                let table = self.tables.state_of(&ev.session, CallTable::default);
                 if table.is_ambiguous_shell_report(t) {
                     Next::Hold
                 } else if !complete(table, &mut self.last_key, &ev.session, at_ms, t, out) {
@@ -119,7 +118,7 @@ impl IntakeCore {
     /// unless `all` (the run is ending), the rest are dropped as repeats or go on.
     fn release_held(&mut self, session: &Arc<str>, all: bool, out: &mut Vec<Item>) {
         let Some(held) = self.held.remove(session) else { return };
-        let table = state_of(&mut self.tables, session, CallTable::default);
+        let table = self.tables.state_of(session, CallTable::default);
         let mut still = Vec::new();
         for mut ev in held {
             let at_ms = ev.at_ms.unwrap_or(0);
@@ -131,7 +130,7 @@ impl IntakeCore {
             }
         }
         if !still.is_empty() {
-            self.held.insert(session.clone(), still);
+            self.held.insert(session, still);
         }
     }
 }

@@ -4,7 +4,6 @@
 //! whose `(tool, args)` or line text is already shown by another active call gets no second line.
 //! Pure state machine: items in, items out; timers fire by event time.
 
-use rustc_hash::FxHashMap as HashMap;
 use std::sync::Arc;
 
 use toolstream_schemas::{CallRef, DiagFields, Input, InputEvent, Tool, ToolEvent, ToolKind};
@@ -13,7 +12,7 @@ mod args;
 
 use args::LabelArgs;
 
-use crate::by_session::state_of;
+use crate::by_arc::ByArc;
 use crate::item::{Item, Line};
 use crate::present::bounds::{display_line, DISPLAY_LINE_CHARS};
 use crate::present::scrub::Scrubber;
@@ -49,7 +48,7 @@ impl Pending {
 pub struct LifecycleCore {
     defer_ms: u64,
     scrubber: Scrubber,
-    calls: HashMap<Arc<str>, Vec<Pending>>,
+    calls: ByArc<str, Vec<Pending>>,
     seq: u64,
 }
 
@@ -61,7 +60,7 @@ impl Default for LifecycleCore {
 
 impl LifecycleCore {
     pub fn new(defer_ms: u64, scrubber: Scrubber) -> Self {
-        LifecycleCore { defer_ms, scrubber, calls: HashMap::default(), seq: 0 }
+        LifecycleCore { defer_ms, scrubber, calls: ByArc::default(), seq: 0 }
     }
 
     /// The earliest pending timer, if any (live sources tick until then).
@@ -111,7 +110,7 @@ impl LifecycleCore {
                     return;
                 }
                 let label = self.label(t, &args);
-                let list = state_of(&mut self.calls, &ev.session, Vec::new);
+                let list = self.calls.state_of(&ev.session, Vec::new);
                 match list.iter_mut().find(|p| p.key == t.call.key) {
                     // Re-scheduling the same call replaces its timer (until its line is shown).
                     Some(p) if !p.fired => {

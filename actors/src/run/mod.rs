@@ -15,7 +15,7 @@ use std::sync::Arc;
 
 use toolstream_schemas::{DiagFields, Input, InputEvent, Output, OutputEvent, RunEnd, RunId, RunStatus};
 
-use crate::by_session::state_of;
+use crate::by_arc::ByArc;
 use crate::item::{Item, RunOutput};
 use crate::present::card::Compaction;
 use crate::present::scrub::Scrubber;
@@ -62,7 +62,7 @@ pub struct Coordinator {
     cfg: CoordinatorConfig,
     /// Sessions with an open run (entries are retired when their run closes: memory follows
     /// open runs, not every session ever seen).
-    sessions: HashMap<Arc<str>, Session>,
+    sessions: ByArc<str, Session>,
     /// Run counters of sessions whose run closed, so a session's next run gets the next number.
     /// Bounded: past [`RETIRED_MAX`] sessions it starts over (a session seen again after that
     /// many others numbers its runs from 1 again).
@@ -141,7 +141,7 @@ impl Coordinator {
         }
     }
 
-    fn is_open(&self, session: &str) -> bool {
+    fn is_open(&self, session: &Arc<str>) -> bool {
         self.sessions.get(session).is_some_and(|s| s.open.is_some())
     }
 
@@ -185,10 +185,12 @@ impl Coordinator {
                 self.closed += 1;
             }
         }
-        let session_key = ev.session.clone();
-        let run = run_for(&mut self.sessions, &mut self.retired, &self.cfg, &session_key, t, out);
-        if run.on_input(&self.cfg, ev, out) {
-            self.retire(&session_key);
+        // The event's own `Arc` of its session is kept for the lookups: a clone would write the
+        // count the reading thread writes for every event.
+        let InputEvent { session, kind, .. } = ev;
+        let run = run_for(&mut self.sessions, &mut self.retired, &self.cfg, &session, t, out);
+        if run.on_input(&self.cfg, kind, out) {
+            self.retire(&session);
             self.closed += 1;
         }
     }
@@ -256,11 +258,11 @@ const RETIRED_MAX: usize = 8_192;
 
 /// A session's entry, created (with its retired run counter) when it has none.
 fn session_entry<'a>(
-    sessions: &'a mut HashMap<Arc<str>, Session>,
+    sessions: &'a mut ByArc<str, Session>,
     retired: &mut HashMap<Arc<str>, u32>,
     session: &Arc<str>,
 ) -> &'a mut Session {
-    state_of(sessions, session, || Session { runs_started: retired.remove(session).unwrap_or(0), open: None })
+    sessions.state_of(session, || Session { runs_started: retired.remove(session).unwrap_or(0), open: None })
 }
 
 /// Whether an input event is model activity that begins (or implicitly opens) a run; anything
@@ -302,7 +304,7 @@ fn other_name(item: &Item) -> String {
 /// The open run of `session` (opened if needed), its timers advanced to `t` when the item has a
 /// time (an item without one happens at the run's current time).
 fn run_for<'a>(
-    sessions: &'a mut HashMap<Arc<str>, Session>,
+    sessions: &'a mut ByArc<str, Session>,
     retired: &mut HashMap<Arc<str>, u32>,
     cfg: &CoordinatorConfig,
     session: &Arc<str>,

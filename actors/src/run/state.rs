@@ -8,8 +8,8 @@ use std::sync::Arc;
 use toolstream_schemas::ids::{call_ref, run_label};
 use toolstream_schemas::pi_contract::REPLAY_ID_PREFIX;
 use toolstream_schemas::{
-    CallArgs, CallRef, Delta, DiagFields, IncompleteCall, IncompleteReason, Input, InputEvent, Output, OutputEvent,
-    RunEnd, RunId, RunStart, RunStatus, RunTotals, SegmentKind, StopReason, Tool, ToolEvent, CANCELLED_MESSAGE,
+    CallArgs, CallRef, Delta, DiagFields, IncompleteCall, IncompleteReason, Input, Output, OutputEvent, RunEnd, RunId,
+    RunStart, RunStatus, RunTotals, SegmentKind, StopReason, Tool, ToolEvent, CANCELLED_MESSAGE,
 };
 
 use super::text::{RunText, SegmentDedupe};
@@ -193,9 +193,9 @@ impl Run {
         }
     }
 
-    /// Handle one input event; returns true when the run closed.
-    pub(super) fn on_input(&mut self, cfg: &CoordinatorConfig, ev: InputEvent, out: &mut Vec<RunOutput>) -> bool {
-        match ev.kind {
+    /// Handle what one input event reports; returns true when the run closed.
+    pub(super) fn on_input(&mut self, cfg: &CoordinatorConfig, kind: Input, out: &mut Vec<RunOutput>) -> bool {
+        match kind {
             Input::RunStarted(mut start) => {
                 self.unknown_fields(cfg, out, "run-started", std::mem::take(&mut start.extra));
                 self.start = *start;
@@ -214,7 +214,7 @@ impl Run {
             }
             _ => self.announce(out),
         }
-        match ev.kind {
+        match kind {
             Input::RunStarted(_) | Input::UserPrompt { .. } => {}
             Input::ThinkingDelta { text } => self.emit_thinking(out, text),
             Input::ThinkingCompleted { .. } => {

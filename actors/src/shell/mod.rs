@@ -4,13 +4,12 @@
 //! lines per call and a buffer that stands in for the recorded output of a successful shell whose
 //! recorded stdout and stderr are both blank. Pure state machine: items in, items out.
 
-use rustc_hash::FxHashMap as HashMap;
 use std::sync::Arc;
 
 use toolstream_schemas::cursor_cli::tool_models::{ResultModel, ToolSuccess};
 use toolstream_schemas::{CallRef, DiagFields, Input, InputEvent, ShellStream, Tool, ToolEvent, ToolKind};
 
-use crate::by_session::state_of;
+use crate::by_arc::ByArc;
 use crate::item::{Item, Line};
 use crate::present::bounds::display_line;
 use crate::present::scrub::{settled, Scrubber};
@@ -40,7 +39,7 @@ struct ActiveShell {
 #[derive(Debug, Default)]
 pub struct ShellCore {
     scrubber: Scrubber,
-    active: HashMap<Arc<str>, Vec<ActiveShell>>,
+    active: ByArc<str, Vec<ActiveShell>>,
 }
 
 fn is_shell(t: &ToolEvent) -> bool {
@@ -49,7 +48,7 @@ fn is_shell(t: &ToolEvent) -> bool {
 
 impl ShellCore {
     pub fn new(scrubber: Scrubber) -> Self {
-        ShellCore { scrubber, active: HashMap::default() }
+        ShellCore { scrubber, active: ByArc::default() }
     }
 
     /// Process one item, appending it (possibly amended) and anything it produces to `out`.
@@ -74,7 +73,7 @@ impl ShellCore {
                 self.active.remove(&ev.session);
             }
             Input::ToolStarted(t) | Input::ToolPartial(t) if is_shell(t) => {
-                let list = state_of(&mut self.active, &ev.session, Vec::new);
+                let list = self.active.state_of(&ev.session, Vec::new);
                 if !list.iter().any(|s| s.key == t.call.key) {
                     list.push(ActiveShell {
                         key: t.call.key,

@@ -5,16 +5,14 @@
 //! thinking and tool-call JSON as output; the prompt (first message only) and the tool results
 //! the message consumed as input. Pure state machine over output events.
 
-mod runs;
-
 use std::sync::Arc;
 
 use toolstream_schemas::models::{ModelLimits, ModelTable};
 use toolstream_schemas::{DiagFields, Output, OutputEvent, RunId, StopReason, TokenUsage, Usage};
 
+use crate::by_arc::ByArc;
 use crate::item::RunOutput;
 use crate::present::bounds::estimate_tokens;
-use runs::OpenRuns;
 
 /// Limits a turn's SDK usage must respect to be believed: those of the run's model (SPEC §6c),
 /// from the table of known Cursor models (`schemas/models.json`). Override an entry with
@@ -50,7 +48,7 @@ struct RunUsage {
 #[derive(Debug, Default)]
 pub struct UsageCore {
     cfg: UsageConfig,
-    runs: OpenRuns<RunUsage>,
+    runs: ByArc<RunId, RunUsage>,
 }
 
 fn utf16_len(s: &str) -> u64 {
@@ -82,7 +80,7 @@ fn json_utf16_len(value: &serde_json::Value) -> u64 {
 
 impl UsageCore {
     pub fn new(cfg: UsageConfig) -> Self {
-        UsageCore { cfg, runs: OpenRuns::default() }
+        UsageCore { cfg, runs: ByArc::default() }
     }
 
     /// Map a turn's SDK usage to pi's (SPEC §6c), or `None` when it is not sane for a model with
@@ -118,23 +116,24 @@ impl UsageCore {
                 // The prompt is input once per run: on its first message.
                 let input = prompt.as_deref().map_or(0, estimate_tokens);
                 let limits = Some(self.cfg.models.limits(model.as_deref()));
-                *self.runs.get(run) = RunUsage { limits, input, context: input, ..RunUsage::default() };
+                *self.runs.state_of(run, RunUsage::default) =
+                    RunUsage { limits, input, context: input, ..RunUsage::default() };
             }
             Output::MessageStarted { .. } => {
-                let r = self.runs.get(run);
+                let r = self.runs.state_of(run, RunUsage::default);
                 r.message_open = true;
                 r.sdk = r.held.take();
                 r.output_units = 0;
             }
             Output::Text { delta, .. } | Output::Thinking { delta, .. } => {
-                self.runs.get(run).output_units += utf16_len(delta);
+                self.runs.state_of(run, RunUsage::default).output_units += utf16_len(delta);
             }
             Output::LifecycleLine { title, label, .. } => {
                 // Shown as the thinking text "<title>: <label>\n".
-                self.runs.get(run).output_units += utf16_len(title) + utf16_len(label) + 3;
+                self.runs.state_of(run, RunUsage::default).output_units += utf16_len(title) + utf16_len(label) + 3;
             }
             Output::Card(card) => {
-                let r = self.runs.get(run);
+                let r = self.runs.state_of(run, RunUsage::default);
                 r.output_units += json_utf16_len(&card.args);
                 let result = estimate_tokens(&card.result_text);
                 r.next_input += result;
@@ -142,7 +141,7 @@ impl UsageCore {
             }
             Output::MessageEnded { turn, stop_reason, usage, .. } => {
                 let default_limits = self.cfg.models.limits(None);
-                let r = self.runs.get(run);
+                let r = self.runs.state_of(run, RunUsage::default);
                 let limits = r.limits.unwrap_or(default_limits);
                 let sdk = r.sdk.and_then(|u| UsageCore::sdk_usage(limits, &u));
                 let failed = matches!(stop_reason, StopReason::Error | StopReason::Aborted);
@@ -192,7 +191,7 @@ impl UsageCore {
     /// A turn's SDK usage: held for the message it belongs to, or discarded (late, or a second
     /// usage for one message) with a `usage_discarded` diagnostic.
     fn turn_usage(&mut self, run: Arc<RunId>, at_ms: u64, usage: TokenUsage, out: &mut Vec<OutputEvent>) {
-        let r = self.runs.get(&run);
+        let r = self.runs.state_of(&run, RunUsage::default);
         let verdict = if r.owed {
             r.owed = false;
             "late"

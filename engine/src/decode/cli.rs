@@ -99,7 +99,6 @@ impl CliDecoder {
                     return Err("tool_call line without `tool_call`".into());
                 };
                 let ev = tool_event(line, tc.into_object()?)?;
-                read_ahead(&ev, sub == "started");
                 push(match sub {
                     "started" => Input::ToolStarted(Box::new(ev)),
                     _ => Input::ToolCompleted(Box::new(ev)),
@@ -225,20 +224,6 @@ fn tool_event<'a, T>(line: &Line<'a, T>, tc: ToolCallObject<'a>) -> Result<ToolE
         call: CallIdent::default(),
         extra,
     })
-}
-
-/// Reads a report's payloads into what the later stages read of them (each once: they keep it),
-/// here on the reading thread, which has time to spare while the shard's stages are the slower
-/// half of the pipeline: a start's args tree, a completion's result model. A completion's args
-/// stay text until read: intake gives a completion that repeats its start's args the start's.
-fn read_ahead(ev: &ToolEvent, started: bool) {
-    if started {
-        if let Some(args) = &ev.args {
-            args.tree();
-        }
-    } else if let (Some(result), Some(kind)) = (&ev.result, ev.payload_kind()) {
-        result.model(kind);
-    }
 }
 
 /// `args.toolName` (or `tool_name`) of an MCP call, for web search/fetch reclassification.

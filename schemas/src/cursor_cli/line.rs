@@ -94,19 +94,13 @@ impl<'a> Line<'a> {
     }
 }
 
-impl<'a> Line<'a, Box<ToolCallObject<'a>>> {
-    /// Parse one line with its `tool_call` read as a [`ToolCallObject`] in the same pass. Fails
-    /// where [`Line::parse`] does, and also on a `tool_call` that [`ToolCallObject::parse`]
-    /// refuses. The object is boxed: most lines have none.
-    pub fn parse_with_tool_call(text: &'a str) -> Result<Line<'a, Box<ToolCallObject<'a>>>, serde_json::Error> {
-        serde_json::from_str(text)
-    }
-}
-
 impl<'a, T: Deserialize<'a>> Line<'a, T> {
-    /// Parse one line into `line` (which should be [`Line::default`]), as [`Line::parse`] and
-    /// [`Line::parse_with_tool_call`] do: a decoder that keeps its line where it is saves moving
-    /// its two hundred bytes out through every layer of the parser, on every line.
+    /// Parse one line into `line`, a fresh [`Line::default`] (a key the text lacks is left as it
+    /// finds it), as [`Line::parse`] does; with `T` a boxed [`ToolCallObject`],
+    /// its `tool_call` is read in the same pass (which then also fails on a `tool_call` that
+    /// [`ToolCallObject::parse`] refuses; the object is boxed: most lines have none). A decoder
+    /// that keeps its line where it is saves moving its two hundred bytes out through every layer
+    /// of the parser, on every line.
     pub fn parse_into(text: &'a str, line: &mut Line<'a, T>) -> Result<(), serde_json::Error> {
         let mut de = serde_json::Deserializer::from_str(text);
         de::DeserializeSeed::deserialize(LineInto(line), &mut de)?;
@@ -418,7 +412,8 @@ mod tests {
         let s = r#"{"type":"tool_call","subtype":"completed","call_id":"c\n1","tool_call":{"toolCallId":"t","readToolCall":{"args":{"path":"a\"b"},"result":{"success":{}}},"startedAtMs":3,"x":[1]},"session_id":"s"}"#;
         let raw = Line::parse(s).unwrap();
         let later = ToolCallObject::parse(raw.tool_call.unwrap()).unwrap();
-        let once = Line::parse_with_tool_call(s).unwrap();
+        let mut once = Line::<Box<ToolCallObject>>::default();
+        Line::parse_into(s, &mut once).unwrap();
         assert_eq!(once.call_id, raw.call_id);
         let with = once.tool_call.unwrap();
         assert_eq!(format!("{with:?}"), format!("{later:?}"));
@@ -427,7 +422,7 @@ mod tests {
             [r#"{"type":"tool_call","tool_call":null}"#, r#"{"type":"tool_call","tool_call":{"shellToolCall":3}}"#]
         {
             assert!(Line::parse(bad).is_ok(), "{bad}");
-            assert!(Line::parse_with_tool_call(bad).is_err(), "{bad}");
+            assert!(Line::parse_into(bad, &mut Line::<Box<ToolCallObject>>::default()).is_err(), "{bad}");
         }
     }
 

@@ -1,10 +1,13 @@
 //! Decoding of Cursor CLI `stream-json` lines (SPEC §1.1) into canonical input events.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use serde::Deserialize;
 use serde_json::value::RawValue;
-use toolstream_schemas::cursor_cli::line::{ContentBlock, Line, MessageBody, ResultObject, Str, ToolCallObject};
+use toolstream_schemas::cursor_cli::line::{
+    ArmedResult, ContentBlock, Line, MessageBody, ResultObject, Str, TextMessage, ToolCallObject,
+};
 use toolstream_schemas::cursor_cli::tool_models::RESULT_SIBLING_KEYS;
 use toolstream_schemas::{
     CallArgs, CallIdent, Delta, Input, InputEvent, Int, ResultStatus, RunEnd, RunStart, RunStatus, SegmentKind,
@@ -29,10 +32,10 @@ pub struct CliDecoder {
 impl CliDecoder {
     /// Decode one line (already known to be valid UTF-8 and non-blank) into `out`.
     pub fn decode(&mut self, text: &str, pos: SourcePos, out: &mut Vec<InputEvent>) -> Result<(), String> {
-        // A tool call is read in the line's own pass (its payload is scanned once, not twice); a
-        // line whose `tool_call` that pass refuses is read as it always was, `tool_call` raw, and
-        // decodes (or fails) exactly as before.
-        let mut line = Line::<Box<ToolCallObject>>::default();
+        // A tool call and a message are read in the line's own pass (each is scanned once, not
+        // twice or three times); a line whose `tool_call` or `message` that pass refuses is read
+        // as it always was, both raw, and decodes (or fails) exactly as before.
+        let mut line = Line::<Box<ToolCallObject<ArmedResult>>, TextMessage>::default();
         match Line::parse_into(text, &mut line) {
             Ok(()) => self.decode_line(&mut line, text, pos, out),
             Err(_) => {
@@ -42,9 +45,9 @@ impl CliDecoder {
         }
     }
 
-    fn decode_line<'a, T: ToolCallField<'a>>(
+    fn decode_line<'a, T: ToolCallField<'a>, M: MessageField<'a>>(
         &mut self,
-        line: &mut Line<'a, T>,
+        line: &mut Line<'a, T, M>,
         text: &str,
         pos: SourcePos,
         out: &mut Vec<InputEvent>,
@@ -67,14 +70,14 @@ impl CliDecoder {
                 return Ok(());
             }
             ("user", _) => {
-                let text = message_text(line)?;
+                let text = message_text(line.message.take())?;
                 push(Input::UserPrompt { text });
             }
             ("thinking", "delta") => push(Input::ThinkingDelta { text: line.text.as_deref().unwrap_or("").into() }),
             ("thinking", "completed") => push(Input::ThinkingCompleted { duration_ms: None }),
             ("assistant", _) => {
-                let body = match line.message {
-                    Some(m) => MessageBody::parse(m).map_err(|e| format!("assistant message: {e}"))?,
+                let body = match line.message.take() {
+                    Some(m) => m.into_body().map_err(|e| format!("assistant message: {e}"))?,
                     None => return Err("assistant line without `message`".into()),
                 };
                 for block in body.content {
@@ -145,27 +148,70 @@ impl CliDecoder {
 
 /// How a line's `tool_call` was read: raw, or already as its object.
 trait ToolCallField<'a> {
-    fn into_object(self) -> Result<ToolCallObject<'a>, String>;
+    /// How the object's result is read.
+    type Result: ResultRead<'a>;
+    fn into_object(self) -> Result<ToolCallObject<'a, Self::Result>, String>;
 }
 
 impl<'a> ToolCallField<'a> for &'a RawValue {
+    type Result = &'a RawValue;
     fn into_object(self) -> Result<ToolCallObject<'a>, String> {
         ToolCallObject::parse(self).map_err(|e| format!("tool_call: {e}"))
     }
 }
 
-impl<'a> ToolCallField<'a> for Box<ToolCallObject<'a>> {
-    fn into_object(self) -> Result<ToolCallObject<'a>, String> {
+impl<'a> ToolCallField<'a> for Box<ToolCallObject<'a, ArmedResult<'a>>> {
+    type Result = ArmedResult<'a>;
+    fn into_object(self) -> Result<ToolCallObject<'a, ArmedResult<'a>>, String> {
         Ok(*self)
     }
 }
 
-fn rest_str<T>(line: &Line<'_, T>, key: &str) -> Option<String> {
+/// How a tool payload's result was read: raw, or already as its arm and siblings.
+trait ResultRead<'a> {
+    fn into_result(self) -> Result<ToolResult, serde_json::Error>;
+}
+
+impl<'a> ResultRead<'a> for &'a RawValue {
+    fn into_result(self) -> Result<ToolResult, serde_json::Error> {
+        Ok(match ResultObject::parse(self)?.armed() {
+            Ok(armed) => armed_result(armed),
+            Err(r) => {
+                ToolResult::with_extra(ResultStatus::Other("unknown".into()), self.to_owned(), sibling_keys(&r.rest))
+            }
+        })
+    }
+}
+
+impl<'a> ResultRead<'a> for ArmedResult<'a> {
+    fn into_result(self) -> Result<ToolResult, serde_json::Error> {
+        Ok(armed_result(self))
+    }
+}
+
+/// How a line's `message` was read: raw, or already as its text blocks.
+trait MessageField<'a> {
+    fn into_body(self) -> Result<MessageBody<'a>, serde_json::Error>;
+}
+
+impl<'a> MessageField<'a> for &'a RawValue {
+    fn into_body(self) -> Result<MessageBody<'a>, serde_json::Error> {
+        MessageBody::parse(self)
+    }
+}
+
+impl<'a> MessageField<'a> for TextMessage<'a> {
+    fn into_body(self) -> Result<MessageBody<'a>, serde_json::Error> {
+        Ok(TextMessage::into_body(self))
+    }
+}
+
+fn rest_str<T, M>(line: &Line<'_, T, M>, key: &str) -> Option<String> {
     let raw = line.rest_get(key)?;
     serde_json::from_str::<Option<String>>(raw.get()).ok().flatten()
 }
 
-fn unknown<T>(line: &Line<'_, T>, known: &[&str]) -> UnknownFields {
+fn unknown<T, M>(line: &Line<'_, T, M>, known: &[&str]) -> UnknownFields {
     line.rest
         .iter()
         .filter(|(k, _)| !known.contains(&k.as_ref()))
@@ -173,11 +219,11 @@ fn unknown<T>(line: &Line<'_, T>, known: &[&str]) -> UnknownFields {
         .collect()
 }
 
-fn message_text<T>(line: &Line<'_, T>) -> Result<String, String> {
-    let Some(m) = line.message else {
+fn message_text<'a>(message: Option<impl MessageField<'a>>) -> Result<String, String> {
+    let Some(m) = message else {
         return Ok(String::new());
     };
-    let body = MessageBody::parse(m).map_err(|e| format!("user message: {e}"))?;
+    let body = m.into_body().map_err(|e| format!("user message: {e}"))?;
     let mut text = String::new();
     for block in body.content {
         if let ContentBlock::Text(t) = block {
@@ -187,7 +233,10 @@ fn message_text<T>(line: &Line<'_, T>) -> Result<String, String> {
     Ok(text)
 }
 
-fn tool_event<'a, T>(line: &Line<'a, T>, tc: ToolCallObject<'a>) -> Result<ToolEvent, String> {
+fn tool_event<'a, T, M, R: ResultRead<'a>>(
+    line: &Line<'a, T, M>,
+    tc: ToolCallObject<'a, R>,
+) -> Result<ToolEvent, String> {
     let (Some(key), Some(payload)) = (tc.key, tc.payload) else {
         return Err("tool_call has no `<name>ToolCall` key".into());
     };
@@ -196,7 +245,7 @@ fn tool_event<'a, T>(line: &Line<'a, T>, tc: ToolCallObject<'a>) -> Result<ToolE
         tool = tool.reclassified_for_mcp(mcp_tool_name(payload.args).as_deref());
     }
     let result = match payload.result {
-        Some(r) => Some(tool_result(r).map_err(|e| format!("{key}.result: {e}"))?),
+        Some(r) => Some(r.into_result().map_err(|e| format!("{key}.result: {e}"))?),
         None => None,
     };
     let call_id = line.call_id.as_deref().or(tc.tool_call_id.as_deref()).unwrap_or("").to_owned();
@@ -242,18 +291,17 @@ fn mcp_tool_name(args: Option<&RawValue>) -> Option<String> {
 /// `tool_call` siblings of the `<x>ToolCall` key that are known metadata (SPEC §1.1 rule 3).
 const KNOWN_TOOL_CALL_METADATA: &[&str] = &["hookAdditionalContexts", "description", "isBackground"];
 
-fn tool_result(raw: &RawValue) -> Result<ToolResult, serde_json::Error> {
-    let r = ResultObject::parse(raw)?;
-    let extra = r
-        .rest
-        .iter()
+fn armed_result(r: ArmedResult<'_>) -> ToolResult {
+    let (k, v) = r.arm;
+    ToolResult::with_extra(ResultStatus::from_key(&k), v.to_owned(), sibling_keys(&r.rest))
+}
+
+/// A result's siblings other than its known metadata keys: kept as unknown fields.
+fn sibling_keys(rest: &[(Cow<'_, str>, &RawValue)]) -> UnknownFields {
+    rest.iter()
         .filter(|(k, _)| !RESULT_SIBLING_KEYS.contains(&k.as_ref()))
         .map(|(k, v)| (k.to_string(), (*v).to_owned()))
-        .collect();
-    Ok(match r.arm {
-        Some((k, v)) => ToolResult::with_extra(ResultStatus::from_key(&k), v.to_owned(), extra),
-        None => ToolResult::with_extra(ResultStatus::Other("unknown".into()), raw.to_owned(), extra),
-    })
+        .collect()
 }
 
 /// `result.usage`: every count optional, numbers or strings.
@@ -280,7 +328,7 @@ impl WireUsage {
     }
 }
 
-fn run_end<T>(line: &Line<'_, T>, sub: &str, known: &[&str]) -> Result<RunEnd, String> {
+fn run_end<T, M>(line: &Line<'_, T, M>, sub: &str, known: &[&str]) -> Result<RunEnd, String> {
     let get = |k: &str| line.rest_get(k).map(RawValue::get);
     let is_error = match get("is_error") {
         Some(v) => serde_json::from_str::<Option<bool>>(v).map_err(|e| format!("is_error: {e}"))?,
@@ -340,6 +388,42 @@ mod tests {
             ("shellToolCall", Some(r#"{"command":"ls"}"#))
         );
         assert_eq!(t.extra.len(), 1, "{:?}", t.extra);
+    }
+
+    /// Every line decodes as the raw read of its `tool_call` and `message` decodes it, whether
+    /// the one pass takes it (text-only messages, results with an arm) or refuses it (other
+    /// blocks, a `null` result, a result without an arm, a result that is no object).
+    #[test]
+    fn the_one_pass_read_decodes_as_the_raw_read() {
+        let tool = |result: &str| {
+            format!(
+                r#"{{"type":"tool_call","subtype":"completed","call_id":"c","tool_call":{{"readToolCall":{{"args":{{"path":"a"}},"result":{result},"z":1}}}},"session_id":"s"}}"#
+            )
+        };
+        let lines = [
+            r#"{"type":"user","message":{"role":"user","content":[{"type":"text","text":"a\nb"},{"type":"text","text":"c","x":1}]},"session_id":"s"}"#.to_owned(),
+            r#"{"type":"user","message":{"role":"user","content":[{"type":"text","text":"a"},{"type":"image","url":"u"}]},"session_id":"s"}"#.to_owned(),
+            r#"{"type":"assistant","message":{"role":"assistant","content":[{"type":"text"},{"type":"text","text":"t"}]},"session_id":"s"}"#.to_owned(),
+            r#"{"type":"assistant","message":{"content":null},"session_id":"s"}"#.to_owned(),
+            r#"{"type":"assistant","message":null,"session_id":"s"}"#.to_owned(),
+            tool(r#"{"success":{"content":"x"},"isBackground":false,"other":2}"#),
+            tool(r#"{"isBackground":false,"weird":{"a":1}}"#),
+            tool(r#"{"isBackground":false,"n":1}"#),
+            tool("null"),
+            tool(r#""a string""#),
+        ];
+        for text in &lines {
+            let (mut once, mut raw) = (Vec::new(), Vec::new());
+            let r1 = CliDecoder::default().decode(text, SourcePos::default(), &mut once);
+            let mut line = Line::parse(text).unwrap();
+            let r2 = CliDecoder::default().decode_line(&mut line, text, SourcePos::default(), &mut raw);
+            assert_eq!(format!("{r1:?} {once:?}"), format!("{r2:?} {raw:?}"), "{text}");
+        }
+        // And the lines the one pass takes are taken by it (not by the raw read after a refusal).
+        for (text, taken) in lines.iter().zip([true, false, false, false, false, true, true, false, false, false]) {
+            let mut line = Line::<Box<ToolCallObject<ArmedResult>>, TextMessage>::default();
+            assert_eq!(Line::parse_into(text, &mut line).is_ok(), taken, "{text}");
+        }
     }
 
     #[test]

@@ -48,11 +48,12 @@ impl<'de: 'a, 'a> Deserialize<'de> for Str<'a> {
 }
 
 /// One stream-json line. `type` is required; everything else is optional. `T` is how the
-/// `tool_call` value is read: kept raw (the default), or as a [`ToolCallObject`] in the same pass
-/// (a decoder that reads it anyway saves scanning the payload twice; that parse fails on a
-/// `tool_call` that is not a tool call object, where the raw one does not).
+/// `tool_call` value is read and `M` how the `message` is: kept raw (the default), or as a
+/// [`ToolCallObject`] and a [`TextMessage`] in the same pass (a decoder that reads them anyway
+/// saves scanning them twice; that parse fails on what those types refuse, where the raw one does
+/// not).
 #[derive(Debug)]
-pub struct Line<'a, T = &'a RawValue> {
+pub struct Line<'a, T = &'a RawValue, M = &'a RawValue> {
     /// `type`: system, user, thinking, assistant, tool_call, interaction_query, result, …
     pub kind: Cow<'a, str>,
     pub subtype: Option<Cow<'a, str>>,
@@ -63,14 +64,14 @@ pub struct Line<'a, T = &'a RawValue> {
     /// `thinking` lines: the delta text.
     pub text: Option<Cow<'a, str>>,
     /// `user` / `assistant` lines: `{role, content:[…]}`.
-    pub message: Option<&'a RawValue>,
+    pub message: Option<M>,
     /// `tool_call` lines: `{<x>ToolCall: {args, result}, …metadata}`.
     pub tool_call: Option<T>,
     /// Every other key, in order: type-specific fields (`cwd`, `usage`, …) and unknown ones.
     pub rest: Vec<(Cow<'a, str>, &'a RawValue)>,
 }
 
-impl<'a, T> Default for Line<'a, T> {
+impl<'a, T, M> Default for Line<'a, T, M> {
     fn default() -> Self {
         Line {
             kind: Cow::Borrowed(""),
@@ -94,28 +95,28 @@ impl<'a> Line<'a> {
     }
 }
 
-impl<'a, T: Deserialize<'a>> Line<'a, T> {
+impl<'a, T: Deserialize<'a>, M: Deserialize<'a>> Line<'a, T, M> {
     /// Parse one line into `line`, a fresh [`Line::default`] (a key the text lacks is left as it
-    /// finds it), as [`Line::parse`] does; with `T` a boxed [`ToolCallObject`],
-    /// its `tool_call` is read in the same pass (which then also fails on a `tool_call` that
-    /// [`ToolCallObject::parse`] refuses; the object is boxed: most lines have none). A decoder
-    /// that keeps its line where it is saves moving its two hundred bytes out through every layer
-    /// of the parser, on every line.
-    pub fn parse_into(text: &'a str, line: &mut Line<'a, T>) -> Result<(), serde_json::Error> {
+    /// finds it), as [`Line::parse`] does; with `T` a boxed [`ToolCallObject`] and `M` a
+    /// [`TextMessage`], its `tool_call` and `message` are read in the same pass (which then also
+    /// fails on what those refuse and the raw read keeps; the object is boxed: most lines have
+    /// none). A decoder that keeps its line where it is saves moving its two hundred bytes out
+    /// through every layer of the parser, on every line.
+    pub fn parse_into(text: &'a str, line: &mut Line<'a, T, M>) -> Result<(), serde_json::Error> {
         let mut de = serde_json::Deserializer::from_str(text);
         de::DeserializeSeed::deserialize(LineInto(line), &mut de)?;
         de.end()
     }
 }
 
-impl<'a, T> Line<'a, T> {
+impl<'a, T, M> Line<'a, T, M> {
     /// The raw value of a key in [`Line::rest`].
     pub fn rest_get(&self, key: &str) -> Option<&'a RawValue> {
         self.rest.iter().find(|(k, _)| k == key).map(|(_, v)| *v)
     }
 }
 
-impl<'de, T: Deserialize<'de>> Deserialize<'de> for Line<'de, T> {
+impl<'de, T: Deserialize<'de>, M: Deserialize<'de>> Deserialize<'de> for Line<'de, T, M> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let mut line = Line::default();
         de::DeserializeSeed::deserialize(LineInto(&mut line), d)?;
@@ -124,9 +125,9 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for Line<'de, T> {
 }
 
 /// Reads a line into the [`Line`] it holds (every parse of a line goes through it).
-struct LineInto<'l, 'de, T>(&'l mut Line<'de, T>);
+struct LineInto<'l, 'de, T, M>(&'l mut Line<'de, T, M>);
 
-impl<'de, T: Deserialize<'de>> de::DeserializeSeed<'de> for LineInto<'_, 'de, T> {
+impl<'de, T: Deserialize<'de>, M: Deserialize<'de>> de::DeserializeSeed<'de> for LineInto<'_, 'de, T, M> {
     type Value = ();
 
     fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
@@ -134,7 +135,7 @@ impl<'de, T: Deserialize<'de>> de::DeserializeSeed<'de> for LineInto<'_, 'de, T>
     }
 }
 
-impl<'de, T: Deserialize<'de>> Visitor<'de> for LineInto<'_, 'de, T> {
+impl<'de, T: Deserialize<'de>, M: Deserialize<'de>> Visitor<'de> for LineInto<'_, 'de, T, M> {
     type Value = ();
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -188,19 +189,31 @@ pub enum ContentBlock<'a> {
     Other(&'a RawValue),
 }
 
+/// The keys of a content block that make it a text block.
+#[derive(Deserialize)]
+struct TextBlockKeys<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: Str<'a>,
+    #[serde(borrow)]
+    text: Option<Str<'a>>,
+}
+
+impl<'a> TextBlockKeys<'a> {
+    /// The text, when this is a text block.
+    fn text(self) -> Option<Cow<'a, str>> {
+        match self {
+            TextBlockKeys { kind, text: Some(text) } if kind.as_str() == "text" => Some(text.0),
+            _ => None,
+        }
+    }
+}
+
 impl<'de: 'a, 'a> Deserialize<'de> for ContentBlock<'a> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        #[derive(Deserialize)]
-        struct TextBlock<'a> {
-            #[serde(rename = "type", borrow)]
-            kind: Str<'a>,
-            #[serde(borrow)]
-            text: Option<Str<'a>>,
-        }
         let raw: &'a RawValue = Deserialize::deserialize(d)?;
-        match serde_json::from_str::<TextBlock<'a>>(raw.get()) {
-            Ok(TextBlock { kind, text: Some(text) }) if kind.as_str() == "text" => Ok(ContentBlock::Text(text.0)),
-            _ => Ok(ContentBlock::Other(raw)),
+        match serde_json::from_str::<TextBlockKeys<'a>>(raw.get()).ok().and_then(TextBlockKeys::text) {
+            Some(text) => Ok(ContentBlock::Text(text)),
+            None => Ok(ContentBlock::Other(raw)),
         }
     }
 }
@@ -211,14 +224,46 @@ impl<'a> MessageBody<'a> {
     }
 }
 
+/// A `message` read in its line's own pass, when every block of it is a text block: what
+/// [`MessageBody::parse`] makes of it then, without reading it twice. A message with any other
+/// block is refused (the caller reads that line raw, and [`MessageBody`] keeps the block).
+#[derive(Debug, Deserialize)]
+pub struct TextMessage<'a> {
+    #[serde(borrow, default)]
+    pub role: Option<Str<'a>>,
+    #[serde(borrow, default)]
+    content: Vec<TextOnly<'a>>,
+}
+
+impl<'a> TextMessage<'a> {
+    /// The message as [`MessageBody::parse`] reads it.
+    pub fn into_body(self) -> MessageBody<'a> {
+        MessageBody { role: self.role, content: self.content.into_iter().map(|t| ContentBlock::Text(t.0)).collect() }
+    }
+}
+
+/// A content block that must be a text block.
+#[derive(Debug)]
+struct TextOnly<'a>(Cow<'a, str>);
+
+impl<'de: 'a, 'a> Deserialize<'de> for TextOnly<'a> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        match TextBlockKeys::deserialize(d)?.text() {
+            Some(text) => Ok(TextOnly(text)),
+            None => Err(de::Error::custom("a content block other than text")),
+        }
+    }
+}
+
 /// The `tool_call` object: exactly one key ending in `ToolCall` is the tool (SPEC §1.1 rule 3);
 /// the known siblings are metadata; anything else is kept.
-#[derive(Debug, Default)]
-pub struct ToolCallObject<'a> {
+/// `R` is how the payload's `result` is read (see [`ResultField`]).
+#[derive(Debug)]
+pub struct ToolCallObject<'a, R = &'a RawValue> {
     /// e.g. `shellToolCall`.
     pub key: Option<Cow<'a, str>>,
     /// What is under `key`, read in the same pass as the rest of the object.
-    pub payload: Option<ToolPayload<'a>>,
+    pub payload: Option<ToolPayload<'a, R>>,
     pub tool_call_id: Option<Cow<'a, str>>,
     pub started_at_ms: Option<Int>,
     pub completed_at_ms: Option<Int>,
@@ -227,17 +272,30 @@ pub struct ToolCallObject<'a> {
     pub rest: Vec<(Cow<'a, str>, &'a RawValue)>,
 }
 
+impl<'a, R> Default for ToolCallObject<'a, R> {
+    fn default() -> Self {
+        ToolCallObject {
+            key: None,
+            payload: None,
+            tool_call_id: None,
+            started_at_ms: None,
+            completed_at_ms: None,
+            rest: Vec::new(),
+        }
+    }
+}
+
 impl<'a> ToolCallObject<'a> {
     pub fn parse(raw: &'a RawValue) -> Result<ToolCallObject<'a>, serde_json::Error> {
         serde_json::from_str(raw.get())
     }
 }
 
-impl<'de> Deserialize<'de> for ToolCallObject<'de> {
+impl<'de, R: ResultField<'de>> Deserialize<'de> for ToolCallObject<'de, R> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = ToolCallObject<'de>;
+        struct V<R>(std::marker::PhantomData<R>);
+        impl<'de, R: ResultField<'de>> Visitor<'de> for V<R> {
+            type Value = ToolCallObject<'de, R>;
             fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
                 f.write_str("a tool_call object")
             }
@@ -250,7 +308,7 @@ impl<'de> Deserialize<'de> for ToolCallObject<'de> {
                         "completedAtMs" => out.completed_at_ms = map.next_value()?,
                         k if k.ends_with("ToolCall") && k.len() > "ToolCall".len() && out.key.is_none() => {
                             let payload = map
-                                .next_value::<ToolPayload<'de>>()
+                                .next_value::<ToolPayload<'de, R>>()
                                 .map_err(|e| de::Error::custom(format!("{k}: {e}")))?;
                             out.payload = Some(payload);
                             out.key = Some(key);
@@ -264,16 +322,44 @@ impl<'de> Deserialize<'de> for ToolCallObject<'de> {
                 Ok(out)
             }
         }
-        d.deserialize_map(V)
+        d.deserialize_map(V(std::marker::PhantomData))
     }
 }
 
 /// The payload under the `<x>ToolCall` key: `{args?, result?, …}`.
-#[derive(Debug, Default)]
-pub struct ToolPayload<'a> {
+#[derive(Debug)]
+pub struct ToolPayload<'a, R = &'a RawValue> {
     pub args: Option<&'a RawValue>,
-    pub result: Option<&'a RawValue>,
+    pub result: Option<R>,
     pub rest: Vec<(Cow<'a, str>, &'a RawValue)>,
+}
+
+impl<'a, R> Default for ToolPayload<'a, R> {
+    fn default() -> Self {
+        ToolPayload { args: None, result: None, rest: Vec::new() }
+    }
+}
+
+/// How a tool payload's `result` is read: kept raw (`&RawValue`; a `null` result is then kept
+/// as an unknown key like any other), or as its [`ArmedResult`] in the payload's own pass, which
+/// refuses what the raw read keeps (`null`, a result without an arm): the caller then reads that
+/// line raw.
+pub trait ResultField<'de>: Sized {
+    /// Read the value of the `result` key: the result, or a value kept as an unknown key.
+    fn read<A: MapAccess<'de>>(map: &mut A) -> Result<Result<Self, &'de RawValue>, A::Error>;
+}
+
+impl<'de> ResultField<'de> for &'de RawValue {
+    fn read<A: MapAccess<'de>>(map: &mut A) -> Result<Result<Self, &'de RawValue>, A::Error> {
+        let v: &'de RawValue = map.next_value()?;
+        Ok(if v.get() != "null" { Ok(v) } else { Err(v) })
+    }
+}
+
+impl<'de> ResultField<'de> for ArmedResult<'de> {
+    fn read<A: MapAccess<'de>>(map: &mut A) -> Result<Result<Self, &'de RawValue>, A::Error> {
+        map.next_value().map(Ok)
+    }
 }
 
 impl<'a> ToolPayload<'a> {
@@ -282,28 +368,34 @@ impl<'a> ToolPayload<'a> {
     }
 }
 
-impl<'de> Deserialize<'de> for ToolPayload<'de> {
+impl<'de, R: ResultField<'de>> Deserialize<'de> for ToolPayload<'de, R> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = ToolPayload<'de>;
+        struct V<R>(std::marker::PhantomData<R>);
+        impl<'de, R: ResultField<'de>> Visitor<'de> for V<R> {
+            type Value = ToolPayload<'de, R>;
             fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
                 f.write_str("a tool payload object")
             }
             fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
                 let mut out = ToolPayload::default();
                 while let Some(Str(key)) = map.next_key::<Str<'de>>()? {
+                    if key == "result" {
+                        match R::read(&mut map)? {
+                            Ok(r) => out.result = Some(r),
+                            Err(v) => out.rest.push((key, v)),
+                        }
+                        continue;
+                    }
                     let v: &'de RawValue = map.next_value()?;
                     match key.as_ref() {
                         "args" if v.get() != "null" => out.args = Some(v),
-                        "result" if v.get() != "null" => out.result = Some(v),
                         _ => out.rest.push((key, v)),
                     }
                 }
                 Ok(out)
             }
         }
-        d.deserialize_map(V)
+        d.deserialize_map(V(std::marker::PhantomData))
     }
 }
 
@@ -320,7 +412,18 @@ impl<'a> ResultObject<'a> {
     /// Parse a result. The arm is the first key that names a known oneof arm; failing that, the
     /// first key whose value is an object.
     pub fn parse(raw: &'a RawValue) -> Result<ResultObject<'a>, serde_json::Error> {
-        let entries: Vec<(Str<'a>, &'a RawValue)> = serde_json::from_str::<RawEntries<'a>>(raw.get())?.0;
+        Ok(Self::from_entries(serde_json::from_str::<RawEntries<'a>>(raw.get())?.0))
+    }
+
+    /// The result, when it has an arm.
+    pub fn armed(self) -> Result<ArmedResult<'a>, ResultObject<'a>> {
+        match self.arm {
+            Some(arm) => Ok(ArmedResult { arm, rest: self.rest }),
+            None => Err(self),
+        }
+    }
+
+    fn from_entries(entries: Vec<(Str<'a>, &'a RawValue)>) -> ResultObject<'a> {
         let known = entries.iter().position(|(k, _)| crate::result_status::ResultStatus::is_known_key(k.as_str()));
         let pick = known.or_else(|| entries.iter().position(|(_, v)| v.get().starts_with('{')));
         let mut out = ResultObject::default();
@@ -331,7 +434,25 @@ impl<'a> ResultObject<'a> {
                 out.rest.push((k.0, v));
             }
         }
-        Ok(out)
+        out
+    }
+}
+
+/// A result with an arm, read in its payload's own pass ([`ResultField`]): what
+/// [`ResultObject::parse`] makes of it. A result without an arm is refused: it is kept whole, so
+/// it is read raw.
+#[derive(Debug)]
+pub struct ArmedResult<'a> {
+    /// The arm key and its inner object.
+    pub arm: (Cow<'a, str>, &'a RawValue),
+    /// Sibling keys (`isBackground`, `terminalsFolder`, …).
+    pub rest: Vec<(Cow<'a, str>, &'a RawValue)>,
+}
+
+impl<'de> Deserialize<'de> for ArmedResult<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let RawEntries(entries) = RawEntries::deserialize(d)?;
+        ResultObject::from_entries(entries).armed().map_err(|_| de::Error::custom("a result without an arm"))
     }
 }
 

@@ -18,6 +18,11 @@ impl DiagFields {
         DiagFields(Vec::new())
     }
 
+    /// Room for `n` fields without growing (a diagnostic made for every message knows its count).
+    pub fn with_capacity(n: usize) -> DiagFields {
+        DiagFields(Vec::with_capacity(n))
+    }
+
     /// Set `key` to `value` (replacing an earlier value of the same name).
     pub fn insert(&mut self, key: impl Into<Cow<'static, str>>, value: impl Into<Value>) {
         let (key, value) = (key.into(), value.into());

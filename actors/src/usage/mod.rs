@@ -163,14 +163,15 @@ impl UsageCore {
                 r.message_open = false;
                 r.sdk = None;
                 r.output_units = 0;
-                let mut fields = DiagFields::new();
-                fields.insert("source", source);
-                fields.insert("turn", *turn);
-                fields.insert("input", applied.input);
-                fields.insert("output", applied.output);
+                // In name order, each goes at the end.
+                let mut fields = DiagFields::with_capacity(7);
                 fields.insert("cacheRead", applied.cache_read);
                 fields.insert("cacheWrite", applied.cache_write);
+                fields.insert("input", applied.input);
+                fields.insert("output", applied.output);
+                fields.insert("source", source);
                 fields.insert("totalTokens", applied.total_tokens);
+                fields.insert("turn", *turn);
                 let (run, at_ms) = (run.clone(), ev.at_ms);
                 out.push(ev);
                 out.push(OutputEvent {

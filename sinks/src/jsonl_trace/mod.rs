@@ -14,6 +14,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use rustc_hash::FxHashMap as HashMap;
+use serde::ser::SerializeMap;
 use serde::{Serialize, Serializer};
 use serde_json::{Map, Value};
 use toolstream_schemas::ids::hash8;
@@ -82,6 +83,7 @@ enum Field<'a> {
     Str(&'a str),
     Ref(&'a Value),
     Json(Value),
+    Usage(&'a Usage),
 }
 
 impl<'a> From<&'a str> for Field<'a> {
@@ -120,6 +122,7 @@ impl Serialize for Field<'_> {
             Field::Str(s) => ser.serialize_str(&bound_str(s)),
             Field::Ref(v) => Bounded(v).serialize(ser),
             Field::Json(v) => Bounded(v).serialize(ser),
+            Field::Usage(u) => UsageCounts(u).serialize(ser),
         }
     }
 }
@@ -162,6 +165,8 @@ pub struct JsonlTraceSink<W: Write + Send> {
     pending: Vec<u8>,
     /// Lines waiting for their event time.
     untimed: untimed::Untimed,
+    /// Where a line that waits for its time is encoded.
+    scratch: Vec<u8>,
 }
 
 impl JsonlTraceSink<BufWriter<File>> {
@@ -194,6 +199,7 @@ impl<W: Write + Send> JsonlTraceSink<W> {
             labels: HashMap::default(),
             pending: Vec::new(),
             untimed: untimed::Untimed::default(),
+            scratch: Vec::new(),
         }
     }
 
@@ -256,9 +262,10 @@ impl<W: Write + Send> JsonlTraceSink<W> {
                     self.stop_at_cap();
                 }
             } else {
-                let mut body = Vec::new();
-                encode_body(&mut body, label, &phase, fields)?;
-                self.untimed.hold(ev, body);
+                // Encoded in a buffer kept warm, then held in one allocation of its size.
+                self.scratch.clear();
+                encode_body(&mut self.scratch, label, &phase, fields)?;
+                self.untimed.hold(ev, self.scratch.as_slice().to_vec());
             }
             if matches!(ev.kind, Output::RunClosed { .. }) {
                 self.labels.remove(&ev.run);
@@ -379,7 +386,7 @@ impl<W: Write + Send> JsonlTraceSink<W> {
                     f("turn", (*turn).into()),
                     f("stopReason", stop_reason_str(*stop_reason).into()),
                     f("error", opt_str(error)),
-                    f("usage", usage_value(usage)),
+                    f("usage", Field::Usage(usage)),
                 ],
             ),
             Output::RunClosed { status, totals, error, .. } => {
@@ -453,14 +460,21 @@ fn stop_reason_str(r: StopReason) -> &'static str {
     }
 }
 
-fn usage_value(u: &Usage) -> Field<'static> {
-    let mut m = Map::new();
-    m.insert("input".into(), u.input.into());
-    m.insert("output".into(), u.output.into());
-    m.insert("cacheRead".into(), u.cache_read.into());
-    m.insert("cacheWrite".into(), u.cache_write.into());
-    m.insert("totalTokens".into(), u.total_tokens.into());
-    Field::Json(Value::Object(m))
+/// A message's usage, written as the JSON object of its counts in name order (as a
+/// `serde_json::Map` of them writes it), without building one per message.
+struct UsageCounts<'a>(&'a Usage);
+
+impl Serialize for UsageCounts<'_> {
+    fn serialize<S: Serializer>(&self, ser: S) -> Result<S::Ok, S::Error> {
+        let u = self.0;
+        let mut map = ser.serialize_map(Some(5))?;
+        map.serialize_entry("cacheRead", &u.cache_read)?;
+        map.serialize_entry("cacheWrite", &u.cache_write)?;
+        map.serialize_entry("input", &u.input)?;
+        map.serialize_entry("output", &u.output)?;
+        map.serialize_entry("totalTokens", &u.total_tokens)?;
+        map.end()
+    }
 }
 
 fn card_fields(card: &Card) -> Fields<'_> {
@@ -556,6 +570,10 @@ fn is_hashed_mcp_call_id(s: &str) -> bool {
 
 /// Cut `s` to [`MAX_STRING_CHARS`] chars plus `…` when longer.
 fn bound_str(s: &str) -> Cow<'_, str> {
+    // No more bytes than the bound, no more chars: most strings are read no further.
+    if s.len() <= MAX_STRING_CHARS {
+        return Cow::Borrowed(s);
+    }
     match s.char_indices().nth(MAX_STRING_CHARS) {
         Some((i, _)) => Cow::Owned(format!("{}…", &s[..i])),
         None => Cow::Borrowed(s),
@@ -597,6 +615,29 @@ mod tests {
 
     fn ev(run: &Arc<RunId>, at_ms: u64, kind: Output) -> OutputEvent {
         OutputEvent { run: run.clone(), at_ms, kind }
+    }
+
+    #[test]
+    fn usage_is_written_as_the_map_of_its_counts() {
+        let u = Usage {
+            input: 1,
+            output: 20,
+            cache_read: 300,
+            cache_write: 4_000,
+            total_tokens: 50_000,
+            ..Usage::default()
+        };
+        let mut m = Map::new();
+        for (k, v) in [
+            ("input", u.input),
+            ("output", u.output),
+            ("cacheRead", u.cache_read),
+            ("cacheWrite", u.cache_write),
+            ("totalTokens", u.total_tokens),
+        ] {
+            m.insert(k.into(), v.into());
+        }
+        assert_eq!(serde_json::to_string(&UsageCounts(&u)).unwrap(), serde_json::to_string(&m).unwrap());
     }
 
     fn lines(bytes: &[u8]) -> Vec<Value> {

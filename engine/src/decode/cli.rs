@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use serde::Deserialize;
 use serde_json::value::RawValue;
+use toolstream_schemas::cursor_cli::common_line::CommonLine;
 use toolstream_schemas::cursor_cli::line::{
     ArmedResult, ContentBlock, Line, MessageBody, ResultObject, Str, TextMessage, ToolCallObject,
 };
@@ -32,6 +33,17 @@ pub struct CliDecoder {
 impl CliDecoder {
     /// Decode one line (already known to be valid UTF-8 and non-blank) into `out`.
     pub fn decode(&mut self, text: &str, pos: SourcePos, out: &mut Vec<InputEvent>) -> Result<(), String> {
+        // Three lines of four are thinking deltas, in the one shape the CLI writes them: read
+        // without the general parser, into the events it would make of them.
+        if let Some(line) = CommonLine::read(text) {
+            self.decode_common(line, pos, out);
+            return Ok(());
+        }
+        self.decode_general(text, pos, out)
+    }
+
+    /// Decode any line with the general parser.
+    fn decode_general(&mut self, text: &str, pos: SourcePos, out: &mut Vec<InputEvent>) -> Result<(), String> {
         // A tool call and a message are read in the line's own pass (each is scanned once, not
         // twice or three times); a line whose `tool_call` or `message` that pass refuses is read
         // as it always was, both raw, and decodes (or fails) exactly as before.
@@ -43,6 +55,18 @@ impl CliDecoder {
                 self.decode_line(&mut line, text, pos, out)
             }
         }
+    }
+
+    fn decode_common(&mut self, line: CommonLine<'_>, pos: SourcePos, out: &mut Vec<InputEvent>) {
+        let (session, timestamp_ms, kind) = match line {
+            CommonLine::ThinkingDelta { text, session_id, timestamp_ms } => {
+                (session_id, timestamp_ms, Input::ThinkingDelta { text: Delta::from(text.as_ref()) })
+            }
+            CommonLine::ThinkingCompleted { session_id, timestamp_ms } => {
+                (session_id, timestamp_ms, Input::ThinkingCompleted { duration_ms: None })
+            }
+        };
+        out.push(InputEvent { session: self.intern(&session), at_ms: Some(timestamp_ms), pos, kind });
     }
 
     fn decode_line<'a, T: ToolCallField<'a>, M: MessageField<'a>>(
@@ -423,6 +447,76 @@ mod tests {
         for (text, taken) in lines.iter().zip([true, false, false, false, false, true, true, false, false, false]) {
             let mut line = Line::<Box<ToolCallObject<ArmedResult>>, TextMessage>::default();
             assert_eq!(Line::parse_into(text, &mut line).is_ok(), taken, "{text}");
+        }
+    }
+
+    /// The commonest lines, read without the general parser, decode as the general parser
+    /// decodes them; so does every line that reader leaves to it.
+    fn same_as_the_general_parser(line: &str) -> bool {
+        let (mut fast, mut general) = (Vec::new(), Vec::new());
+        let pos = SourcePos { line: 3, offset: 7 };
+        let r1 = CliDecoder::default().decode(line, pos, &mut fast);
+        let r2 = CliDecoder::default().decode_general(line, pos, &mut general);
+        assert_eq!(format!("{r1:?} {fast:?}"), format!("{r2:?} {general:?}"), "{line}");
+        CommonLine::read(line).is_some()
+    }
+
+    #[test]
+    fn the_commonest_lines_decode_as_the_general_parser_decodes_them() {
+        let taken = [
+            r#"{"type":"thinking","subtype":"delta","text":"**Following","session_id":"e9316fe9-c2c0","timestamp_ms":1790000000036}"#,
+            r#"{"type":"thinking","subtype":"delta","text":"a\"b\\\n\u00e9\ud83d\ude00","session_id":"s\u0041","timestamp_ms":5}"#,
+            r#"{"type":"thinking","subtype":"delta","text":"","session_id":"","timestamp_ms":0}  "#,
+            r#"{"type":"thinking","subtype":"completed","session_id":"s","timestamp_ms":999999999999999999}"#,
+        ];
+        for line in taken {
+            assert!(same_as_the_general_parser(line), "taken: {line}");
+        }
+        let left = [
+            r#"{"type":"thinking","subtype":"delta","text":"a","session_id":"s","timestamp_ms":5,"x":{"y":1}}"#,
+            r#"{"type":"thinking","subtype":"delta","text":"a","session_id":"s","timestamp_ms":"5"}"#,
+            r#"{"type":"thinking","subtype":"delta","text":"a","session_id":"s","timestamp_ms":-5}"#,
+            r#"{"type":"thinking","subtype":"delta","text":"a","session_id":"s","timestamp_ms":9999999999999999999}"#,
+            r#"{"type":"thinking","subtype":"delta","text":"a","session_id":"s","timestamp_ms":05}"#,
+            r#"{"type":"thinking","subtype":"delta","text":"a\x","session_id":"s","timestamp_ms":5}"#,
+            "{\"type\":\"thinking\",\"subtype\":\"delta\",\"text\":\"a\u{1}\",\"session_id\":\"s\",\"timestamp_ms\":5}",
+            "{\"type\":\"thinking\",\"subtype\":\"completed\",\"session_id\":\"s\u{1f}\",\"timestamp_ms\":5}",
+            r#"{"type":"thinking","subtype":"delta","session_id":"s","text":"a","timestamp_ms":5}"#,
+            r#"{"type":"thinking","subtype":"completed","session_id":"s","timestamp_ms":5,"duration_ms":3}"#,
+        ];
+        for line in left {
+            assert!(!same_as_the_general_parser(line), "left: {line}");
+        }
+    }
+
+    proptest::proptest! {
+        /// Any text, session and time, written as the CLI writes a thinking line (or with one
+        /// of the changes the reader must refuse), decodes as the general parser decodes it.
+        #[test]
+        fn thinking_lines_decode_as_the_general_parser_decodes_them(
+            text in "\\PC*|[\"\\\\\\n\\u{0}-\\u{1f}a]{0,6}",
+            session in "[-a-z0-9]{0,12}|\\PC{0,4}",
+            time in proptest::prop_oneof![0u64..2_000_000_000_000_000, proptest::prelude::any::<u64>()],
+            completed in proptest::prelude::any::<bool>(),
+            variant in 0u8..6,
+        ) {
+            let (text, session) = (serde_json::to_string(&text).unwrap(), serde_json::to_string(&session).unwrap());
+            let time = time.to_string();
+            let (head, tail) = if completed {
+                (r#"{"type":"thinking","subtype":"completed""#.to_owned(), String::new())
+            } else {
+                (r#"{"type":"thinking","subtype":"delta""#.to_owned(), format!(r#","text":{text}"#))
+            };
+            let line = match variant {
+                0 => format!(r#"{head}{tail},"session_id":{session},"timestamp_ms":{time}}}"#),
+                1 => format!(r#"{head}{tail},"session_id":{session},"timestamp_ms":{time},"x":1}}"#),
+                2 => format!(r#"{head}{tail},"session_id":{session},"timestamp_ms":"{time}"}}"#),
+                3 => format!(r#"{head}{tail},"timestamp_ms":{time},"session_id":{session}}}"#),
+                4 => format!("{head}{tail},\"session_id\":{session},\"timestamp_ms\":{time}}} \r\n"),
+                _ => format!(r#"{head}, {tail},"session_id":{session},"timestamp_ms":{time}}}"#),
+            };
+            let taken = same_as_the_general_parser(&line);
+            proptest::prop_assert_eq!(taken, matches!(variant, 0 | 4) && time.len() <= 18, "{}", line);
         }
     }
 

@@ -268,13 +268,13 @@ pub(crate) fn raw_object(fields: &UnknownFields) -> Result<RawJson, String> {
 }
 
 /// Whether `text` has a `\uD800`–`\uDFFF` escape (only then is a surrogate repair worth trying).
-/// Asked of every line: the searcher is built once.
+/// Asked of every line.
 fn has_surrogate_escape(text: &str) -> bool {
-    static ESCAPE: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
-        std::sync::LazyLock::new(|| memchr::memmem::Finder::new(b"\\u"));
+    // Most lines have no backslash at all: one memchr, no searcher to set up per line.
     let b = text.as_bytes();
-    ESCAPE.find_iter(b).any(|i| {
-        matches!(b.get(i + 2), Some(b'd' | b'D'))
+    memchr::memchr_iter(b'\\', b).any(|i| {
+        b.get(i + 1) == Some(&b'u')
+            && matches!(b.get(i + 2), Some(b'd' | b'D'))
             && matches!(b.get(i + 3), Some(b'8'..=b'9' | b'a'..=b'f' | b'A'..=b'F'))
     })
 }

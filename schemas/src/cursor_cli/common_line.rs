@@ -70,6 +70,14 @@ impl<'a> Reader<'a> {
         let mut i = start + 1;
         let mut escaped = false;
         loop {
+            // Eight plain bytes at a time, then byte by byte from the first that may end the run.
+            while let Some(chunk) = bytes.get(i..i + 8) {
+                let word = u64::from_le_bytes(chunk.try_into().ok()?);
+                if may_end_a_run(word) {
+                    break;
+                }
+                i += 8;
+            }
             match *bytes.get(i)? {
                 b'"' => break,
                 b'\\' => {
@@ -94,15 +102,37 @@ impl<'a> Reader<'a> {
     /// `N}` then only whitespace: the timestamp, an integer of at most 18 digits without a
     /// leading zero (JSON has none; longer ones are left to the general parser's range checks).
     fn end_with_time(&mut self) -> Option<u64> {
-        let rest = self.text.get(self.at..)?;
-        let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
-        if digits == 0 || digits > 18 || (digits > 1 && rest.starts_with('0')) {
+        let rest = self.text.as_bytes().get(self.at..)?;
+        let mut n: u64 = 0;
+        let mut digits = 0;
+        for &b in rest {
+            if !b.is_ascii_digit() {
+                break;
+            }
+            n = n * 10 + u64::from(b - b'0');
+            digits += 1;
+            if digits > 18 {
+                return None;
+            }
+        }
+        if digits == 0 || (digits > 1 && rest.first() == Some(&b'0')) {
             return None;
         }
-        let n = rest.get(..digits)?.parse().ok()?;
-        let tail = rest.get(digits..)?.strip_prefix('}')?;
-        tail.bytes().all(|b| matches!(b, b' ' | b'\t' | b'\r' | b'\n')).then_some(n)
+        let (&brace, tail) = rest.get(digits..)?.split_first()?;
+        (brace == b'}' && tail.iter().all(|b| matches!(b, b' ' | b'\t' | b'\r' | b'\n'))).then_some(n)
     }
+}
+
+/// Whether any of the eight bytes of `word` is a quote, a backslash or a control character (a
+/// byte after the first such one may be reported too: the caller then reads byte by byte).
+fn may_end_a_run(word: u64) -> bool {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let zero_byte = |x: u64| x.wrapping_sub(ONES) & !x & HIGH;
+    let quote = zero_byte(word ^ (ONES * u64::from(b'"')));
+    let backslash = zero_byte(word ^ (ONES * u64::from(b'\\')));
+    let control = word.wrapping_sub(ONES * 0x20) & !word & HIGH;
+    quote | backslash | control != 0
 }
 
 #[cfg(test)]
@@ -134,6 +164,18 @@ mod tests {
         let Some(CommonLine::ThinkingDelta { text, session_id, timestamp_ms }) = delta(l) else { panic!() };
         assert_eq!((text.as_ref(), session_id.as_ref(), timestamp_ms), ("a\"b\\\n\u{e9}\u{1f600}", "s\\", 5));
         assert!(matches!(text, Cow::Owned(_)));
+    }
+
+    proptest::proptest! {
+        /// The eight-byte test finds exactly the words holding a byte that may end a run.
+        #[test]
+        fn a_word_may_end_a_run_when_a_byte_of_it_does(bytes in proptest::prelude::any::<[u8; 8]>(), at in 0usize..8, special in proptest::sample::select(vec![b'"', b'\\', 0, 0x1f, b'\n'])) {
+            let ends = |b: &[u8; 8]| b.iter().any(|&c| c == b'"' || c == b'\\' || c < 0x20);
+            proptest::prop_assert_eq!(may_end_a_run(u64::from_le_bytes(bytes)), ends(&bytes));
+            let mut with = bytes;
+            with[at] = special;
+            proptest::prop_assert!(may_end_a_run(u64::from_le_bytes(with)));
+        }
     }
 
     #[test]

@@ -12,90 +12,103 @@ use rustc_hash::FxHashMap;
 /// Values by an `Arc`'d key (a session's id, a run's id), found by the key's address.
 #[derive(Debug)]
 pub(crate) struct ByArc<K: ?Sized, V> {
-    /// By the address of the `Arc` each value is kept under.
-    by_addr: FxHashMap<usize, V>,
-    /// The address each value is kept under, by key: this key is the `Arc` of that address (held
-    /// here, the address cannot be reused while the entry lives). An item that carries another
-    /// `Arc` of a present key finds its entry through it.
-    addr_of: FxHashMap<Arc<K>, usize>,
+    /// The slot of each entry, by the address of the `Arc` it is kept under: one probe finds
+    /// the entry of an item's own `Arc`.
+    slot_at: FxHashMap<usize, usize>,
+    /// The slot of each entry, by key: this key is the `Arc` of that address (held here, the
+    /// address cannot be reused while the entry lives). An item that carries another `Arc` of a
+    /// present key finds its entry through it.
+    slot_of: FxHashMap<Arc<K>, usize>,
+    /// The values; `None` in a slot that is free (listed in `free`) or not yet filled.
+    slots: Vec<Option<V>>,
+    free: Vec<usize>,
 }
 
 impl<K: ?Sized, V> Default for ByArc<K, V> {
     fn default() -> Self {
-        ByArc { by_addr: FxHashMap::default(), addr_of: FxHashMap::default() }
+        ByArc { slot_at: FxHashMap::default(), slot_of: FxHashMap::default(), slots: Vec::new(), free: Vec::new() }
     }
 }
 
 impl<K: ?Sized + Hash + Eq, V> ByArc<K, V> {
-    /// Where the value of `key` is kept, if it has one.
+    /// The slot of `key`'s entry, if it has one.
     fn find(&self, key: &Arc<K>) -> Option<usize> {
-        let addr = address(key);
-        if self.by_addr.contains_key(&addr) {
-            Some(addr)
-        } else {
-            self.addr_of.get(key).copied()
+        match self.slot_at.get(&address(key)) {
+            Some(&i) => Some(i),
+            None => self.slot_of.get(key).copied(),
         }
     }
 
     pub(crate) fn get(&self, key: &Arc<K>) -> Option<&V> {
-        self.by_addr.get(&self.find(key)?)
+        self.slots.get(self.find(key)?)?.as_ref()
     }
 
     pub(crate) fn get_mut(&mut self, key: &Arc<K>) -> Option<&mut V> {
-        let addr = self.find(key)?;
-        self.by_addr.get_mut(&addr)
+        let i = self.find(key)?;
+        self.slots.get_mut(i)?.as_mut()
     }
 
     pub(crate) fn contains_key(&self, key: &Arc<K>) -> bool {
         self.find(key).is_some()
     }
 
-    /// Where the value of `key` is kept, or is to be kept: a new key is kept under its own
-    /// `Arc` (cloned once, here).
+    /// The slot of `key`'s entry, or a new one for it, kept under its own `Arc` (cloned once,
+    /// here).
     fn slot(&mut self, key: &Arc<K>) -> usize {
-        self.find(key).unwrap_or_else(|| {
-            let addr = address(key);
-            self.addr_of.insert(key.clone(), addr);
-            addr
-        })
+        if let Some(i) = self.find(key) {
+            return i;
+        }
+        let i = self.free.pop().unwrap_or_else(|| {
+            self.slots.push(None);
+            self.slots.len() - 1
+        });
+        self.slot_at.insert(address(key), i);
+        self.slot_of.insert(key.clone(), i);
+        i
     }
 
     /// The value of `key`, made by `make` when it has none.
     pub(crate) fn state_of(&mut self, key: &Arc<K>, make: impl FnOnce() -> V) -> &mut V {
-        let addr = self.slot(key);
-        self.by_addr.entry(addr).or_insert_with(make)
+        let i = self.slot(key);
+        // `slot` returns an index of `slots`; an empty one is filled here.
+        let slot = &mut self.slots[i];
+        slot.get_or_insert_with(make)
     }
 
     /// Set the value of `key`.
     pub(crate) fn insert(&mut self, key: &Arc<K>, value: V) {
-        let addr = self.slot(key);
-        self.by_addr.insert(addr, value);
+        let i = self.slot(key);
+        self.slots[i] = Some(value);
     }
 
     /// Take the value of `key` out.
     pub(crate) fn remove(&mut self, key: &K) -> Option<V> {
-        let addr = self.addr_of.remove(key)?;
-        self.by_addr.remove(&addr)
+        let (kept, i) = self.slot_of.remove_entry(key)?;
+        self.slot_at.remove(&address(&kept));
+        self.free.push(i);
+        self.slots.get_mut(i)?.take()
     }
 
     /// Every key, in no order.
     pub(crate) fn keys(&self) -> impl Iterator<Item = &Arc<K>> {
-        self.addr_of.keys()
+        self.slot_of.keys()
     }
 
     /// Every entry, in no order.
     pub(crate) fn iter(&self) -> impl Iterator<Item = (&Arc<K>, &V)> {
-        self.addr_of.iter().filter_map(|(k, addr)| Some((k, self.by_addr.get(addr)?)))
+        self.slot_of.iter().filter_map(|(k, &i)| Some((k, self.slots.get(i)?.as_ref()?)))
     }
 
     /// Every value, in no order.
     pub(crate) fn values(&self) -> impl Iterator<Item = &V> {
-        self.by_addr.values()
+        self.slots.iter().flatten()
     }
 
     pub(crate) fn clear(&mut self) {
-        self.by_addr.clear();
-        self.addr_of.clear();
+        self.slot_at.clear();
+        self.slot_of.clear();
+        self.slots.clear();
+        self.free.clear();
     }
 }
 
@@ -139,7 +152,36 @@ mod tests {
         // The first Arc is gone with the entry's clone still held: another Arc finds it.
         assert_eq!(map.get(&arc("s")), Some(&8));
         assert_eq!(map.remove("s"), Some(8));
-        assert!(map.by_addr.is_empty() && map.addr_of.is_empty());
+        assert!(map.slot_at.is_empty() && map.slot_of.is_empty() && map.values().next().is_none());
+    }
+
+    proptest::proptest! {
+        /// Any run of inserts, updates, removals and lookups, through the first `Arc` of a key
+        /// or another one, gives what a map by the key's own value gives.
+        #[test]
+        fn it_behaves_as_a_map_by_key(ops in proptest::collection::vec((0u8..4, 0u8..6, proptest::prelude::any::<bool>(), 0u32..100), 0..200)) {
+            let mut map = ByArc::<str, u32>::default();
+            let mut model = std::collections::HashMap::<String, u32>::new();
+            let firsts: Vec<Arc<str>> = (0..6).map(|k| arc(&format!("k{k}"))).collect();
+            for (op, k, fresh, v) in ops {
+                let key = if fresh { arc(&format!("k{k}")) } else { firsts[usize::from(k)].clone() };
+                let name = format!("k{k}");
+                match op {
+                    0 => {
+                        map.insert(&key, v);
+                        model.insert(name, v);
+                    }
+                    1 => {
+                        *map.state_of(&key, || v) += 1;
+                        *model.entry(name).or_insert(v) += 1;
+                    }
+                    2 => proptest::prop_assert_eq!(map.remove(&key), model.remove(&name)),
+                    _ => proptest::prop_assert_eq!(map.get(&key).copied(), model.get(&name).copied()),
+                }
+                proptest::prop_assert_eq!(map.values().count(), model.len());
+                proptest::prop_assert_eq!(map.keys().count(), model.len());
+            }
+        }
     }
 
     #[test]

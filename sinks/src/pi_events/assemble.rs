@@ -372,9 +372,12 @@ impl RunState {
         };
         let index = b.message.content.len();
         let tool_name = call.name.clone();
-        b.message.content.push(ContentBlock::ToolCall(call.clone()));
+        // The message keeps the call; a stream also passes it on now (a copy only then).
         if streaming {
+            b.message.content.push(ContentBlock::ToolCall(call.clone()));
             out.push(Step::ToolCall { index, call });
+        } else {
+            b.message.content.push(ContentBlock::ToolCall(call));
         }
         b.results.push(ToolResultMessage {
             role: "toolResult",

@@ -134,10 +134,13 @@ impl<S: Stage> Handler<Batch<S::In>> for StageActor<S> {
 const MAX_OUT_PER_IN: usize = 4;
 
 /// The buffer for the outputs of `taken` inputs, sized by how many outputs per input the `last`
-/// batch (inputs, outputs) made, at most [`MAX_OUT_PER_IN`] each.
+/// batch (inputs, outputs) made, at most [`MAX_OUT_PER_IN`] each, with an eighth more to spare: a
+/// batch that makes a few more outputs than the last (a lifecycle line, a usage diagnostic) would
+/// otherwise grow the buffer, copying every output already in it.
 fn out_capacity(taken: usize, (last_in, last_out): (usize, usize)) -> usize {
     let per_batch = taken.saturating_mul(last_out) / last_in.max(1);
-    per_batch.clamp(taken, taken.saturating_mul(MAX_OUT_PER_IN))
+    let expected = per_batch.clamp(taken, taken.saturating_mul(MAX_OUT_PER_IN));
+    expected.saturating_add(expected / 8)
 }
 
 /// Call matching and dedupe (SPEC §5.2): the shard's first stage.
@@ -192,15 +195,16 @@ mod tests {
 
     #[test]
     fn an_output_buffer_follows_the_last_ratio_within_bounds() {
-        // The first batch, and a stage that emits one per input: as many as it takes.
-        assert_eq!(out_capacity(1024, (0, 0)), 1024);
-        assert_eq!(out_capacity(1024, (512, 512)), 1024);
+        // The first batch, and a stage that emits one per input: as many as it takes, and an
+        // eighth more.
+        assert_eq!(out_capacity(1024, (0, 0)), 1152);
+        assert_eq!(out_capacity(1024, (512, 512)), 1152);
         // Half again as many outputs as inputs last time: room for that now.
-        assert_eq!(out_capacity(1000, (200, 300)), 1500);
+        assert_eq!(out_capacity(1000, (200, 300)), 1687);
         // A stage that dropped most inputs still gets room for one each.
-        assert_eq!(out_capacity(100, (100, 3)), 100);
+        assert_eq!(out_capacity(100, (100, 3)), 112);
         // One input that made a thousand outputs does not size the next batch a thousand times.
-        assert_eq!(out_capacity(1024, (1, 1000)), 4096);
+        assert_eq!(out_capacity(1024, (1, 1000)), 4608);
         assert_eq!(out_capacity(0, (1, 1000)), 0);
     }
 

@@ -55,8 +55,12 @@ fn utf16_len(s: &str) -> u64 {
     utf16_units(s.as_bytes())
 }
 
-/// UTF-16 code units of valid UTF-8 bytes: one per character, two for those of four bytes.
+/// UTF-16 code units of valid UTF-8 bytes: one per character, two for those of four bytes. Most
+/// text is ASCII, one unit per byte: checked first, in words.
 fn utf16_units(bytes: &[u8]) -> u64 {
+    if bytes.is_ascii() {
+        return bytes.len() as u64;
+    }
     bytes.iter().map(|&b| u64::from(b & 0xC0 != 0x80) + u64::from(b >= 0xF0)).sum()
 }
 

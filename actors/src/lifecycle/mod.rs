@@ -50,6 +50,11 @@ pub struct LifecycleCore {
     scrubber: Scrubber,
     calls: ByArc<str, Vec<Pending>>,
     seq: u64,
+    /// Timers not fired yet, over every session.
+    unfired: usize,
+    /// None of them is due before this: a lower bound, made exact whenever one fires. Most events
+    /// (text and thinking deltas) come while no timer can be due, and skip their session's list.
+    earliest_due: u64,
 }
 
 impl Default for LifecycleCore {
@@ -60,7 +65,7 @@ impl Default for LifecycleCore {
 
 impl LifecycleCore {
     pub fn new(defer_ms: u64, scrubber: Scrubber) -> Self {
-        LifecycleCore { defer_ms, scrubber, calls: ByArc::default(), seq: 0 }
+        LifecycleCore { defer_ms, scrubber, calls: ByArc::default(), seq: 0, unfired: 0, earliest_due: u64::MAX }
     }
 
     /// The earliest pending timer, if any (live sources tick until then).
@@ -72,7 +77,7 @@ impl LifecycleCore {
     pub fn push(&mut self, item: Item, out: &mut Vec<Item>) {
         match (&item, item.at_ms()) {
             (Item::Tick(t), _) => self.fire_all(*t, out),
-            (_, Some(t)) => {
+            (_, Some(t)) if self.unfired > 0 && t > self.earliest_due => {
                 if let Some(s) = item.session() {
                     // An event at the due time comes first (SPEC §2): a call completing exactly
                     // at start + defer coalesces.
@@ -89,6 +94,8 @@ impl LifecycleCore {
             Item::EndOfSource | Item::Cancel => {
                 // Time does not advance past the end: calls still running get no line.
                 self.calls.clear();
+                self.unfired = 0;
+                self.earliest_due = u64::MAX;
                 out.push(item);
             }
             other => out.push(other),
@@ -99,7 +106,10 @@ impl LifecycleCore {
         let now = ev.at_ms.unwrap_or(0);
         match &ev.kind {
             Input::RunStarted(_) | Input::RunEnded(_) => {
-                self.calls.remove(&ev.session);
+                if let Some(list) = self.calls.remove(&ev.session) {
+                    self.unfired -= list.iter().filter(|p| !p.fired).count();
+                    self.no_timer_left();
+                }
             }
             Input::ToolStarted(t) | Input::ToolPartial(t) => {
                 if !t.tool.is_lifecycle() {
@@ -115,6 +125,7 @@ impl LifecycleCore {
                     // Re-scheduling the same call replaces its timer (until its line is shown).
                     Some(p) if !p.fired => {
                         p.due = now + self.defer_ms;
+                        self.earliest_due = self.earliest_due.min(p.due);
                         if t.args.is_some() {
                             p.label = label;
                             p.fingerprint = t.call.fingerprint;
@@ -123,6 +134,8 @@ impl LifecycleCore {
                     Some(_) => {}
                     None => {
                         self.seq += 1;
+                        self.unfired += 1;
+                        self.earliest_due = self.earliest_due.min(now + self.defer_ms);
                         list.push(Pending {
                             key: t.call.key,
                             call: t.call.call_ref.clone(),
@@ -143,6 +156,8 @@ impl LifecycleCore {
                     let p = list.remove(i);
                     if !p.fired {
                         out.push(skip(&ev.session, now, &p.call, &t.tool, "completed-within-defer"));
+                        self.unfired -= 1;
+                        self.no_timer_left();
                     }
                 }
             }
@@ -161,6 +176,7 @@ impl LifecycleCore {
     /// Fire the timers of `session` due before `now` (and at `now` when `inclusive`).
     fn fire_session(&mut self, session: &Arc<str>, now: u64, inclusive: bool, out: &mut Vec<Item>) {
         let Some(list) = self.calls.get_mut(session) else { return };
+        let unfired = self.unfired;
         loop {
             let next = list
                 .iter()
@@ -178,6 +194,7 @@ impl LifecycleCore {
             let p = &mut list[i];
             // Either way the timer is spent: a duplicate never gets a line later.
             p.fired = true;
+            self.unfired -= 1;
             tracing::debug!(at_ms = p.due, duplicate, "lifecycle timer fired");
             if duplicate {
                 let mut fields = DiagFields::new();
@@ -199,6 +216,17 @@ impl LifecycleCore {
                 title: p.title.clone(),
                 text: p.label.clone(),
             }));
+        }
+        if self.unfired != unfired {
+            // A timer fired: the bound may have been its due.
+            self.earliest_due = self.next_due().unwrap_or(u64::MAX);
+        }
+    }
+
+    /// With no timer left, no bound is kept either.
+    fn no_timer_left(&mut self) {
+        if self.unfired == 0 {
+            self.earliest_due = u64::MAX;
         }
     }
 

@@ -192,3 +192,99 @@ fn uri_and_path_detection() {
         assert!(!has_uri_or_path(no), "{no}");
     }
 }
+
+/// One step of a random stream over three sessions: a shell call starting or completing, a text
+/// delta, or a tick of the clock.
+#[derive(Clone, Debug)]
+enum Step {
+    Start { session: usize, call: usize, dt: u64 },
+    Complete { call: usize, dt: u64 },
+    Delta { session: usize, dt: u64 },
+    Tick,
+}
+
+fn step() -> impl proptest::strategy::Strategy<Value = Step> {
+    use proptest::prelude::*;
+    prop_oneof![
+        2 => (0..3usize, 0..6usize, 0..150u64).prop_map(|(session, call, dt)| Step::Start { session, call, dt }),
+        2 => (0..6usize, 0..150u64).prop_map(|(call, dt)| Step::Complete { call, dt }),
+        3 => (0..3usize, 0..150u64).prop_map(|(session, dt)| Step::Delta { session, dt }),
+        1 => Just(Step::Tick),
+    ]
+}
+
+/// The stream of `steps` (each session on a clock of its own, so event times interleave out of
+/// order across sessions), and the lines a stage that looked at every pending timer of an event's
+/// session on every event would show.
+fn stream_and_model(steps: &[Step]) -> (Vec<Item>, Vec<String>) {
+    let mut clocks = [1_000u64, 1_037, 1_500];
+    // Per call: its session, and whether it started and completed.
+    let mut calls: [(usize, bool, bool); 6] = [(0, false, false); 6];
+    // Per session: pending (call, due, fired), in start order.
+    let mut pending: [Vec<(usize, u64, bool)>; 3] = Default::default();
+    let (mut items, mut shown) = (Vec::new(), Vec::new());
+    let fire = |list: &mut Vec<(usize, u64, bool)>, fires: &dyn Fn(u64) -> bool, shown: &mut Vec<String>| {
+        let mut due: Vec<usize> = (0..list.len()).filter(|&i| !list[i].2 && fires(list[i].1)).collect();
+        due.sort_by_key(|&i| (list[i].1, i));
+        for i in due {
+            list[i].2 = true;
+            shown.push(format!("Cursor shell@{}: cmd{}", list[i].1, list[i].0));
+        }
+    };
+    let session_ev = |s: usize, at: u64, kind: Input| {
+        Item::Input(InputEvent {
+            session: Arc::from(format!("s{s}")),
+            at_ms: Some(at),
+            pos: SourcePos::default(),
+            kind,
+        })
+    };
+    for st in steps {
+        match *st {
+            Step::Start { session, call, dt } if !calls[call].1 => {
+                clocks[session] += dt;
+                let t = clocks[session];
+                fire(&mut pending[session], &|due| due < t, &mut shown);
+                calls[call] = (session, true, false);
+                pending[session].push((call, t + 75, false));
+                let kind = Input::ToolStarted(shell(&format!("c{call}"), &format!("cmd{call}"), false));
+                items.push(session_ev(session, t, kind));
+            }
+            Step::Complete { call, dt } if calls[call].1 && !calls[call].2 => {
+                let session = calls[call].0;
+                clocks[session] += dt;
+                let t = clocks[session];
+                fire(&mut pending[session], &|due| due < t, &mut shown);
+                calls[call].2 = true;
+                pending[session].retain(|p| p.0 != call);
+                let kind = Input::ToolCompleted(shell(&format!("c{call}"), &format!("cmd{call}"), true));
+                items.push(session_ev(session, t, kind));
+            }
+            Step::Delta { session, dt } => {
+                clocks[session] += dt;
+                let t = clocks[session];
+                fire(&mut pending[session], &|due| due < t, &mut shown);
+                items.push(session_ev(session, t, Input::TextDelta { text: "x".into() }));
+            }
+            Step::Tick => {
+                let t = clocks.iter().copied().min().unwrap_or(0);
+                for list in &mut pending {
+                    fire(list, &|due| due <= t, &mut shown);
+                }
+                items.push(Item::Tick(t));
+            }
+            _ => {}
+        }
+    }
+    (items, shown)
+}
+
+proptest::proptest! {
+    /// Events that come while no timer can be due skip their session's timers; the lines are
+    /// those of looking every time.
+    #[test]
+    fn lines_are_those_of_checking_every_timer_on_every_event(steps in proptest::collection::vec(step(), 0..60)) {
+        let (items, expected) = stream_and_model(&steps);
+        proptest::prop_assert_eq!(lines(items), expected);
+    }
+}

@@ -7,9 +7,10 @@ use actix::Message;
 
 /// A batch of items (or output events) handed from one stage of a shard to the next, in order.
 /// Batching pays an actor hop per batch, not per event (ARCHITECTURE: Batching). The reply says
-/// whether every later stage handled it.
+/// whether every later stage handled it, and hands the batch's buffer back, emptied: the sender
+/// writes its next batch into it instead of into a new allocation of its own.
 #[derive(Debug, Message)]
-#[rtype(result = "Result<(), StageFailed>")]
+#[rtype(result = "Result<Vec<T>, StageFailed>")]
 pub struct Batch<T: Send + 'static>(pub Vec<T>);
 
 /// A later stage of the shard is gone (it panicked): this batch's outputs are lost.

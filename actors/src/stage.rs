@@ -96,11 +96,15 @@ pub struct StageActor<S: Stage> {
     /// that ratio ([`out_capacity`]), so a stage that emits more than it takes (the run stage
     /// opens messages and blocks around the text) does not grow and copy it on every batch.
     last: (usize, usize),
+    /// The buffer the next stage handed back with its reply to the last batch, emptied: the
+    /// next batch's outputs go there. Writing into the same memory batch after batch keeps it
+    /// in cache; a new buffer each time was written cold.
+    spare: Vec<S::Out>,
 }
 
 impl<S: Stage> StageActor<S> {
     pub fn new(core: S, next: Recipient<Batch<S::Out>>) -> Self {
-        StageActor { core, next, last: (0, 0) }
+        StageActor { core, next, last: (0, 0), spare: Vec::new() }
     }
 }
 
@@ -109,23 +113,30 @@ impl<S: Stage> Actor for StageActor<S> {
 }
 
 impl<S: Stage> Handler<Batch<S::In>> for StageActor<S> {
-    type Result = ResponseFuture<Result<(), StageFailed>>;
+    type Result = ResponseActFuture<Self, Result<Vec<S::In>, StageFailed>>;
 
     fn handle(&mut self, batch: Batch<S::In>, _: &mut Context<Self>) -> Self::Result {
-        let taken = batch.0.len();
-        let mut out = Vec::with_capacity(out_capacity(taken, self.last));
-        for input in batch.0 {
+        let mut inputs = batch.0;
+        let taken = inputs.len();
+        let mut out = std::mem::take(&mut self.spare);
+        out.reserve(out_capacity(taken, self.last));
+        for input in inputs.drain(..) {
             self.core.push(input, &mut out);
         }
         self.last = (taken, out.len());
+        if out.is_empty() {
+            self.spare = out;
+            return Box::pin(fut::ready(Ok(inputs)));
+        }
         let next = self.next.clone();
-        Box::pin(async move {
-            if out.is_empty() {
-                return Ok(());
-            }
-            // The next stage lives on the same System: an error means it is gone.
-            next.send(Batch(out)).await.unwrap_or(Err(StageFailed))
-        })
+        // The next stage lives on the same System: an error means it is gone.
+        let sent = async move { next.send(Batch(out)).await.unwrap_or(Err(StageFailed)) };
+        Box::pin(fut::wrap_future::<_, Self>(sent).map(move |reply, act, _| {
+            reply.map(|spare| {
+                act.spare = spare;
+                inputs
+            })
+        }))
     }
 }
 
@@ -186,10 +197,11 @@ mod tests {
         type Context = Context<Self>;
     }
     impl Handler<Batch<u32>> for Count {
-        type Result = Result<(), StageFailed>;
-        fn handle(&mut self, batch: Batch<u32>, _: &mut Context<Self>) -> Self::Result {
+        type Result = Result<Vec<u32>, StageFailed>;
+        fn handle(&mut self, mut batch: Batch<u32>, _: &mut Context<Self>) -> Self::Result {
             self.0.fetch_add(batch.0.len(), Ordering::SeqCst);
-            Ok(())
+            batch.0.clear();
+            Ok(batch.0)
         }
     }
 
@@ -216,7 +228,7 @@ mod tests {
             let end = Count(counted).start();
             let fragile = StageActor::new(Fragile, end.recipient()).start();
             let first = StageActor::new(Pass, fragile.recipient()).start();
-            assert_eq!(first.send(Batch(vec![1, 2, 3])).await.unwrap(), Ok(()));
+            assert_eq!(first.send(Batch(vec![1, 2, 3])).await.unwrap(), Ok(Vec::new()));
             // Handled by every stage before the reply: no waiting needed.
             assert_eq!(seen.load(Ordering::SeqCst), 3);
             // The middle stage panics: the first stage's reply says so.
@@ -224,5 +236,45 @@ mod tests {
             assert!(matches!(failed, Ok(Err(StageFailed)) | Err(_)), "{failed:?}");
             assert_eq!(first.send(Batch(vec![4])).await.unwrap(), Err(StageFailed));
         });
+    }
+
+    /// Records where each batch it gets lives, and hands back a buffer of its own (recorded too).
+    struct Addresses(Arc<std::sync::Mutex<Vec<(usize, usize)>>>);
+    impl Actor for Addresses {
+        type Context = Context<Self>;
+    }
+    impl Handler<Batch<u32>> for Addresses {
+        type Result = Result<Vec<u32>, StageFailed>;
+        fn handle(&mut self, batch: Batch<u32>, _: &mut Context<Self>) -> Self::Result {
+            let handed: Vec<u32> = Vec::with_capacity(1000);
+            let mut seen = self.0.lock().map_err(|_| StageFailed)?;
+            seen.push((batch.0.as_ptr() as usize, handed.as_ptr() as usize));
+            Ok(handed)
+        }
+    }
+
+    #[test]
+    fn a_stage_writes_each_batch_into_the_buffer_handed_back_with_the_last_reply() {
+        let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let recorded = seen.clone();
+        actix::System::new().block_on(async move {
+            let end = Addresses(recorded).start();
+            let first = StageActor::new(Pass, end.recipient()).start();
+            let mut input = Vec::with_capacity(64);
+            let input_at = input.as_ptr() as usize;
+            input.extend([1, 2, 3]);
+            // The reply hands back the batch's own buffer, emptied.
+            let back = first.send(Batch(input)).await.unwrap().unwrap();
+            assert_eq!((back.as_ptr() as usize, back.len(), back.capacity()), (input_at, 0, 64));
+            for n in 0..3 {
+                first.send(Batch(vec![n; 3])).await.unwrap().unwrap();
+            }
+        });
+        let seen = seen.lock().unwrap().clone();
+        assert_eq!(seen.len(), 4);
+        // Each batch after the first arrives in the buffer handed back with the reply before.
+        for pair in seen.windows(2) {
+            assert_eq!(pair[1].0, pair[0].1, "{seen:?}");
+        }
     }
 }

@@ -58,15 +58,17 @@ impl Actor for Fanout {
 }
 
 impl Handler<Batch<OutputEvent>> for Fanout {
-    type Result = Result<(), StageFailed>;
+    type Result = Result<Vec<OutputEvent>, StageFailed>;
 
-    fn handle(&mut self, batch: Batch<OutputEvent>, _: &mut Context<Self>) -> Self::Result {
+    fn handle(&mut self, mut batch: Batch<OutputEvent>, _: &mut Context<Self>) -> Self::Result {
         if self.buffer.is_empty() {
+            // The events go on to the sinks' thread in this buffer: none to hand back.
             self.buffer = batch.0;
+            Ok(Vec::new())
         } else {
-            self.buffer.extend(batch.0);
+            self.buffer.append(&mut batch.0);
+            Ok(batch.0)
         }
-        Ok(())
     }
 }
 
@@ -167,7 +169,7 @@ fn pump(door: Receiver<DoorMsg>, first: Recipient<Batch<Item>>, fanout: Addr<Fan
             DoorMsg::Items { seq, items } => {
                 // Resolves once the batch has passed every stage (see `stage::StageActor`); an
                 // error means a stage (or the whole System) is gone: it panicked.
-                if !matches!(futures::executor::block_on(first.send(Batch(items))), Ok(Ok(()))) {
+                if !matches!(futures::executor::block_on(first.send(Batch(items))), Ok(Ok(_))) {
                     if healthy {
                         tracing::error!("a shard stage failed; its sessions' output is incomplete");
                     }

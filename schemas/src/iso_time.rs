@@ -21,7 +21,8 @@ pub fn format_ms(ms: u64) -> String {
             v /= 10;
         }
     }
-    b.iter().map(|&c| char::from(c)).collect()
+    // ASCII digits and separators: always UTF-8.
+    std::str::from_utf8(&b).map(str::to_owned).unwrap_or_default()
 }
 
 /// Unix ms of `YYYY-MM-DDTHH:MM:SS[.fff…][Z|±HH:MM]` (the fraction is read to milliseconds; no

@@ -174,6 +174,8 @@ pub struct PiSessionSink {
     steps: Vec<Step>,
     /// Open runs, in the order they opened.
     open: Vec<RunLog>,
+    /// How many of them have no base time yet: while none, events skip the search for theirs.
+    unbased: usize,
     head: Option<SessionHead>,
     chain: Option<Chain>,
     /// The header and the entries of the runs already closed, in close order.
@@ -208,6 +210,7 @@ impl PiSessionSink {
             asm: Assembler::new(false),
             steps: Vec::new(),
             open: Vec::new(),
+            unbased: 0,
             head: None,
             chain: None,
             spool: None,
@@ -229,8 +232,13 @@ impl PiSessionSink {
             return i;
         }
         // Steps of a run whose opening was never seen: log it anyway.
-        self.open.push(RunLog::new(run.clone(), None, crate::pi_events::wire::UNKNOWN_MODEL.into(), None, 0));
+        self.open_run(RunLog::new(run.clone(), None, crate::pi_events::wire::UNKNOWN_MODEL.into(), None, 0));
         self.open.len() - 1
+    }
+
+    fn open_run(&mut self, run: RunLog) {
+        self.unbased += usize::from(run.base == 0);
+        self.open.push(run);
     }
 
     /// Handle one event; returns whether a run closed.
@@ -248,7 +256,7 @@ impl PiSessionSink {
                         self.close_run(i)?;
                     }
                     // Written with its first message, as pi does (nothing before an assistant turn).
-                    self.open.push(RunLog::new(ev.run.clone(), cwd, model, prompt, at));
+                    self.open_run(RunLog::new(ev.run.clone(), cwd, model, prompt, at));
                 }
                 Step::End { message, at } => {
                     let i = self.run_index(&ev.run);
@@ -272,10 +280,11 @@ impl PiSessionSink {
             }
         }
         self.steps = steps;
-        if ev.at_ms > 0 {
-            // Most runs have their base: those are passed over without comparing ids.
+        if ev.at_ms > 0 && self.unbased > 0 {
+            // Runs that have their base are passed over without comparing ids.
             if let Some(r) = self.open.iter_mut().find(|r| r.base == 0 && r.id == ev.run) {
                 r.base = ev.at_ms;
+                self.unbased -= 1;
             }
         }
         Ok(run_closed)
@@ -313,6 +322,7 @@ impl PiSessionSink {
     fn close_run(&mut self, i: usize) -> io::Result<()> {
         self.ensure_head();
         let run = self.open.remove(i);
+        self.unbased -= usize::from(run.base == 0);
         let mut bytes = Vec::new();
         if let Some(chain) = self.chain.as_mut() {
             render_run(run, chain, &mut bytes)?;

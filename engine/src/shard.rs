@@ -19,9 +19,9 @@ use crate::sequencer::SeqMsg;
 /// Batches waiting at a shard's door before the reader blocks: one to take while the shard works
 /// on another. The reader's work per event is less than a shard's (78 M against 97 M instructions
 /// on the 4 MB bench corpus), so the door is full nearly all the time; a deeper one only keeps
-/// more decoded batches waiting, out of cache by the time the shard reaches them. Measured on the 200 MB bench corpus, four rounds against
-/// 8: 1.13x the MB/s into a null sink, 1.14x into the JSONL trace, the same into a pi session,
-/// 3-4 MiB less peak RSS.
+/// more decoded batches waiting, out of cache by the time the shard reaches them. Measured on the
+/// 200 MB bench corpus, four rounds against 8: 1.11-1.13x the MB/s into a null sink, 1.07-1.14x
+/// into the JSONL trace, the same into a pi session, 3-4 MiB less peak RSS.
 const DOOR_CAPACITY: usize = 2;
 
 /// What a shard's door takes.

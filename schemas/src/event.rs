@@ -284,7 +284,8 @@ pub struct ToolResult {
     stdout_from_deltas: Option<String>,
     /// `value` as a tree (read once, only for those who keep the recorded result).
     tree: OnceLock<Option<serde_json::Value>>,
-    /// `value` read as its tool's model (once, by the first stage that reads it).
+    /// `value` read as its tool's model, once: by the decoder, on the reading thread (or by the
+    /// first stage that reads it, for events built elsewhere).
     model: OnceLock<ResultModel>,
 }
 
@@ -326,6 +327,11 @@ impl ToolResult {
             }
             model
         })
+    }
+
+    /// The result's model if it was read already ([`ToolResult::model`]), `None` before.
+    pub fn read_model(&self) -> Option<&ResultModel> {
+        self.model.get()
     }
 
     /// Shell output attributed from deltas replaces the recorded stdout (see

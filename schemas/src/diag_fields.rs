@@ -26,6 +26,11 @@ impl DiagFields {
     /// Set `key` to `value` (replacing an earlier value of the same name).
     pub fn insert(&mut self, key: impl Into<Cow<'static, str>>, value: impl Into<Value>) {
         let (key, value) = (key.into(), value.into());
+        // Most diagnostics are written in name order: a name after the last one goes at the end.
+        if self.0.last().is_none_or(|(last, _)| last.as_ref() < key.as_ref()) {
+            self.0.push((key, value));
+            return;
+        }
         match self.0.binary_search_by(|(k, _)| k.as_ref().cmp(key.as_ref())) {
             Ok(i) => self.0[i].1 = value,
             Err(i) => self.0.insert(i, (key, value)),
@@ -112,5 +117,12 @@ mod tests {
         let other: DiagFields =
             [("dynamic", json!([1])), ("turn", json!(5)), ("action", json!("skip"))].into_iter().collect();
         assert_ne!(f, other);
+        // Names after the last one, then one between, then the last one again.
+        f.insert("zone", 1);
+        f.insert("boundary", 2);
+        f.insert("zone", 5);
+        let names: Vec<&str> = f.iter().map(|(k, _)| k).collect();
+        assert_eq!(names, ["action", "boundary", "dynamic", "turn", "zone"]);
+        assert_eq!((f.len(), &f["zone"]), (5, &json!(5)));
     }
 }

@@ -39,7 +39,7 @@ struct Pending {
 
 impl Pending {
     fn line_text(&self) -> String {
-        format!("{}: {}", self.title, self.label)
+        [self.title.as_str(), ": ", &self.label].concat()
     }
 }
 

@@ -167,14 +167,14 @@ fn assemble(
     let title = tool.title().into_owned();
     let summary = display_line(&sc.scrub(&r.summary), DISPLAY_LINE_CHARS);
     let headline = match (tool.kind(), r.diff_stats) {
-        (Some(ToolKind::Shell), _) => format!("$ {summary}"),
-        (Some(ToolKind::Read), _) => format!("read {summary}"),
+        (Some(ToolKind::Shell), _) => ["$ ", &summary].concat(),
+        (Some(ToolKind::Read), _) => ["read ", &summary].concat(),
         (Some(ToolKind::Edit), Some((added, removed))) => {
             format!("edit {summary} added {added} {}, removed {removed} {}", lines(added), lines(removed))
         }
-        (Some(ToolKind::Edit), None) => format!("edit {summary}"),
+        (Some(ToolKind::Edit), None) => ["edit ", &summary].concat(),
         _ if summary.is_empty() => title.clone(),
-        _ => format!("{title} {summary}"),
+        _ => [title.as_str(), " ", &summary].concat(),
     };
     // An edit's body is its diff: scrubbed and bounded once for both.
     let scrubbed_diff = r.diff.as_deref().map(|d| sc.scrub(d));

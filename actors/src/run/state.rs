@@ -471,7 +471,7 @@ impl Run {
             scrubber: &cfg.scrubber,
             cwd: self.start.cwd.as_deref(),
             turn: self.turn,
-            replay_id: format!("{REPLAY_ID_PREFIX}{}-tool-{}", self.label, self.cards),
+            replay_id: replay_id(&self.label, self.cards),
             keep_recorded: cfg.keep_recorded,
             compact: cfg.compact,
         }
@@ -595,4 +595,17 @@ impl Run {
         );
         self.emit(out, Output::RunClosed { status: end.status, final_text, totals: Box::new(totals), error });
     }
+}
+
+/// `cursor-replay-<run>-tool-<k>`, written into a string of its size (a `format!` grows its
+/// string as it goes; this runs once per card).
+fn replay_id(run_label: &str, card: u32) -> String {
+    use std::fmt::Write as _;
+    const TOOL: &str = "-tool-";
+    let mut id = String::with_capacity(REPLAY_ID_PREFIX.len() + run_label.len() + TOOL.len() + 10);
+    id.push_str(REPLAY_ID_PREFIX);
+    id.push_str(run_label);
+    id.push_str(TOOL);
+    let _ = write!(id, "{card}");
+    id
 }

@@ -284,8 +284,7 @@ pub struct ToolResult {
     stdout_from_deltas: Option<String>,
     /// `value` as a tree (read once, only for those who keep the recorded result).
     tree: OnceLock<Option<serde_json::Value>>,
-    /// `value` read as its tool's model, once: by the decoder, on the reading thread (or by the
-    /// first stage that reads it, for events built elsewhere).
+    /// `value` read as its tool's model (once, by the first stage that reads it).
     model: OnceLock<ResultModel>,
 }
 
@@ -327,11 +326,6 @@ impl ToolResult {
             }
             model
         })
-    }
-
-    /// The result's model if it was read already ([`ToolResult::model`]), `None` before.
-    pub fn read_model(&self) -> Option<&ResultModel> {
-        self.model.get()
     }
 
     /// Shell output attributed from deltas replaces the recorded stdout (see

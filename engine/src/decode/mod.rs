@@ -15,7 +15,7 @@ use std::sync::Arc;
 use serde::de::IgnoredAny;
 use serde::Deserialize;
 use serde_json::value::RawValue;
-use toolstream_schemas::{Input, InputEvent, RawJson, SourcePos, UnknownFields};
+use toolstream_schemas::{InputEvent, RawJson, SourcePos, UnknownFields};
 
 use self::framing::Frame;
 
@@ -158,9 +158,7 @@ impl Decoder {
                 self.decode_text(text, pos, out).map_err(|reason| {
                     out.truncate(mark);
                     self.error(line_no, offset, reason)
-                })?;
-                read_results(&out[mark..]);
-                Ok(())
+                })
             }
         }
     }
@@ -329,23 +327,9 @@ fn replace_lone_surrogates(text: &str) -> Option<String> {
     Some(out)
 }
 
-/// Each completion's result read into its tool's model here, on the reading thread, once: every
-/// later stage reads that model, and the stages' thread has more to do than this one.
-fn read_results(events: &[InputEvent]) {
-    for ev in events {
-        if let Input::ToolCompleted(t) = &ev.kind {
-            if let (Some(kind), Some(r)) = (t.payload_kind(), &t.result) {
-                r.model(kind);
-            }
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use toolstream_schemas::cursor_cli::tool_models::{ResultModel, ToolSuccess};
-    use toolstream_schemas::ToolResult;
 
     #[test]
     fn lone_surrogates_become_replacement_chars() {
@@ -408,25 +392,6 @@ mod tests {
             assert_eq!(decoded(place, r"a\udc00b"), replaced, "{place}");
             let pair = decoded(place, r"a\ud83d\ude00b");
             assert!(pair.contains('😀') || pair.contains(r"\ud83d\ude00"), "{place}: {pair}");
-        }
-    }
-
-    #[test]
-    fn a_completion_arrives_with_its_result_read_into_its_model() {
-        let lines = [TEXT_PLACES[7].replace('@', "ok"), TEXT_PLACES[19].replace('@', "ok")];
-        for line in &lines {
-            let mut d = Decoder::new("t", None);
-            let mut out = Vec::new();
-            d.decode_frame(Frame::Line { line_no: 1, offset: 0, bytes: line.as_bytes() }, &mut out).unwrap();
-            let result = out.iter().find_map(|e| match &e.kind {
-                Input::ToolCompleted(t) => t.result.as_ref(),
-                _ => None,
-            });
-            let model = result.and_then(ToolResult::read_model);
-            assert!(
-                matches!(model, Some(ResultModel::Success(ToolSuccess::Shell(s))) if s.stdout.as_deref() == Some("ok")),
-                "{line}: {model:?}"
-            );
         }
     }
 

@@ -180,6 +180,8 @@ pub struct PiSessionSink {
     chain: Option<Chain>,
     /// The header and the entries of the runs already closed, in close order.
     spool: Option<(io::BufWriter<File>, TempFile)>,
+    /// Where a closing run's entries are rendered before they go to the spool.
+    render_buf: Vec<u8>,
     /// Something changed since the target was last published.
     dirty: bool,
 }
@@ -214,6 +216,7 @@ impl PiSessionSink {
             head: None,
             chain: None,
             spool: None,
+            render_buf: Vec::new(),
             dirty: false,
         }
     }
@@ -323,11 +326,15 @@ impl PiSessionSink {
         self.ensure_head();
         let run = self.open.remove(i);
         self.unbased -= usize::from(run.base == 0);
-        let mut bytes = Vec::new();
+        // Rendered whole before it is written: a run's entries reach the spool together or not at
+        // all. The buffer is kept for the next run (a run is kilobytes: a new one grew ten times).
+        let mut bytes = std::mem::take(&mut self.render_buf);
+        bytes.clear();
         if let Some(chain) = self.chain.as_mut() {
             render_run(run, chain, &mut bytes)?;
         }
         self.spool()?.write_all(&bytes)?;
+        self.render_buf = bytes;
         self.dirty = true;
         Ok(())
     }

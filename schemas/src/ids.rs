@@ -28,7 +28,12 @@ pub fn hash8(s: &str) -> String {
 
 /// `v` as 8 lowercase hex digits (what `format!("{v:08x}")` writes, without its cost).
 pub fn hex8(v: u32) -> String {
-    (0..8).rev().map(|i| char::from_digit((v >> (i * 4)) & 0xf, 16).unwrap_or('0')).collect()
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut s = String::with_capacity(8);
+    for i in (0..8).rev() {
+        s.push(char::from(DIGITS[((v >> (i * 4)) & 0xf) as usize]));
+    }
+    s
 }
 
 /// How outputs refer to a call.

@@ -163,6 +163,9 @@ enum Target {
     Named(dir::Placement),
 }
 
+/// The most a closing run's render buffer keeps for the next run (bytes).
+const RENDER_BUF_KEPT: usize = 1 << 20;
+
 /// Writes one pi session file for every run it receives.
 pub struct PiSessionSink {
     target: Target,
@@ -327,14 +330,17 @@ impl PiSessionSink {
         let run = self.open.remove(i);
         self.unbased -= usize::from(run.base == 0);
         // Rendered whole before it is written: a run's entries reach the spool together or not at
-        // all. The buffer is kept for the next run (a run is kilobytes: a new one grew ten times).
+        // all. The buffer is kept for the next run (a run is kilobytes: a new one grew ten times),
+        // unless one long run made it larger than runs usually need.
         let mut bytes = std::mem::take(&mut self.render_buf);
         bytes.clear();
         if let Some(chain) = self.chain.as_mut() {
             render_run(run, chain, &mut bytes)?;
         }
         self.spool()?.write_all(&bytes)?;
-        self.render_buf = bytes;
+        if bytes.capacity() <= RENDER_BUF_KEPT {
+            self.render_buf = bytes;
+        }
         self.dirty = true;
         Ok(())
     }

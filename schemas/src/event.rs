@@ -7,6 +7,7 @@ use std::sync::{Arc, OnceLock};
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
+use crate::arg_fields::{self, FieldIndex};
 use crate::cursor_cli::tool_models::ResultModel;
 use crate::cursor_exec::to_openai::OpenAiToolCall;
 use crate::diag_fields::DiagFields;
@@ -17,25 +18,28 @@ use crate::tools::{Tool, ToolKind};
 /// JSON kept verbatim: tool payloads, unknown lines and unknown fields.
 pub type RawJson = Box<RawValue>;
 
-/// A call's recorded arguments: the JSON text as recorded, and the tree every later stage reads
-/// (lifecycle labels, card building, display arguments), built from it once, when it is first
-/// read. A call's start and its completion share one (`Arc`) when they carry the same text.
+/// A call's recorded arguments: the JSON text as recorded, and what every later stage reads of
+/// it, each made once, when first asked for: the index of its fields (lifecycle labels, card
+/// summaries, display arguments read a few of them, [`FieldIndex`]), and the whole tree (the
+/// card of an unknown tool lists its args; a kept recording copies them). A call's start and its
+/// completion share one (`Arc`) when they carry the same text.
 #[derive(Debug)]
 pub struct CallArgs {
     text: RawJson,
+    fields: OnceLock<FieldIndex>,
     tree: OnceLock<Option<serde_json::Value>>,
 }
 
 impl CallArgs {
     /// Arguments recorded as this JSON text.
     pub fn new(text: RawJson) -> CallArgs {
-        CallArgs { text, tree: OnceLock::new() }
+        CallArgs { text, fields: OnceLock::new(), tree: OnceLock::new() }
     }
 
     /// Arguments a decoder already holds as a tree (its text is written from it).
     pub fn from_tree(tree: serde_json::Value) -> Result<CallArgs, serde_json::Error> {
         let text = serde_json::value::to_raw_value(&tree)?;
-        Ok(CallArgs { text, tree: OnceLock::from(Some(tree)) })
+        Ok(CallArgs { text, fields: OnceLock::new(), tree: OnceLock::from(Some(tree)) })
     }
 
     /// Arguments from JSON text (for builders of synthetic streams, benches and tests).
@@ -52,6 +56,40 @@ impl CallArgs {
     /// of range). Read once, on the first call.
     pub fn tree(&self) -> Option<&serde_json::Value> {
         self.tree.get_or_init(|| serde_json::from_str(self.text.get()).ok()).as_ref()
+    }
+
+    fn fields(&self) -> &FieldIndex {
+        self.fields.get_or_init(|| FieldIndex::of(self.text.get()))
+    }
+
+    /// Whether the args are an object (only an object has fields).
+    pub fn is_object(&self) -> bool {
+        self.fields().is_object()
+    }
+
+    /// Whether the args are `null` (read as a model, no field set).
+    pub fn is_null(&self) -> bool {
+        self.text.get().trim() == "null"
+    }
+
+    /// The JSON text of field `key` (its last value when the key is given twice).
+    pub fn raw_field(&self, key: &str) -> Option<&str> {
+        self.fields().raw(self.text.get(), key)
+    }
+
+    /// Whether the args have field `key` (whatever its value, `null` too).
+    pub fn has(&self, key: &str) -> bool {
+        self.raw_field(key).is_some()
+    }
+
+    /// Field `key` when it is a string.
+    pub fn str_field(&self, key: &str) -> Option<Cow<'_, str>> {
+        self.raw_field(key).and_then(arg_fields::raw_str)
+    }
+
+    /// Field `key` read as `T` (`None` when absent or not a `T`).
+    pub fn field_as<T: serde::de::DeserializeOwned>(&self, key: &str) -> Option<T> {
+        self.raw_field(key).and_then(arg_fields::raw_as)
     }
 }
 

@@ -2,6 +2,7 @@
 //! recordings) and the canonical event model and tool registry the rest of the code shares.
 //! Serde models only: no I/O, no runtime.
 
+pub mod arg_fields;
 pub mod cursor_bubble;
 pub mod cursor_cli;
 pub mod cursor_exec;

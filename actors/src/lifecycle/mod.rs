@@ -4,6 +4,7 @@
 //! whose `(tool, args)` or line text is already shown by another active call gets no second line.
 //! Pure state machine: items in, items out; timers fire by event time.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use toolstream_schemas::{CallRef, DiagFields, Input, InputEvent, Tool, ToolEvent, ToolKind};
@@ -115,7 +116,7 @@ impl LifecycleCore {
                 if !t.tool.is_lifecycle() {
                     return;
                 }
-                let args = LabelArgs::of(t.args.as_deref().and_then(toolstream_schemas::CallArgs::tree));
+                let args = LabelArgs::of(t.args.as_deref());
                 if is_bridge_call(t, &args) {
                     return;
                 }
@@ -232,7 +233,7 @@ impl LifecycleCore {
 
     /// The line's label (SPEC §6), scrubbed and bounded.
     fn label(&self, t: &ToolEvent, args: &LabelArgs<'_>) -> String {
-        let get = |keys: &[&str]| args.first(keys).map(str::to_owned);
+        let get = |keys: &[&str]| args.first(keys).map(Cow::into_owned);
         let kind = t.tool.kind();
         let default = kind.map_or("activity", |k| k.spec().default_label);
         let from_mcp = t.payload_kind() != kind;
@@ -248,7 +249,7 @@ impl LifecycleCore {
             Some(ToolKind::GenerateImage) => get(&["prompt", "description"]),
             Some(ToolKind::RecordScreen) => get(&["mode"]),
             Some(ToolKind::SemSearch) => get(&["query"]),
-            Some(ToolKind::WebSearch) if from_mcp => args.inner_query().map(str::to_owned),
+            Some(ToolKind::WebSearch) if from_mcp => args.inner_query(),
             Some(ToolKind::WebSearch) => get(&["searchTerm", "search_term", "query"]),
             Some(ToolKind::WebFetch) => None, // never the URL
             Some(ToolKind::CreatePlan) => {

@@ -4,12 +4,15 @@
 
 use std::fmt::Write as _;
 
-use toolstream_schemas::cursor_cli::tool_models::{self as m, FailureResult, TodoStatus, ToolArgs, ToolSuccess};
+use std::borrow::Cow;
+
+use toolstream_schemas::cursor_cli::tool_models::{self as m, FailureResult, TodoStatus, ToolSuccess};
 use toolstream_schemas::pi_contract::NEUTRAL_REPLAY_TOOL;
-use toolstream_schemas::{Int, ResultStatus, ToolKind, ToolResult};
+use toolstream_schemas::{CallArgs, Int, ResultStatus, ToolKind, ToolResult};
 
 use super::bounds::{bound_list, bound_read, fallback_args, fallback_result, relative_path};
 use super::card::CALL_ID_ARG;
+use super::display_args::ArgFields;
 
 /// What a tool's renderer produced.
 #[derive(Debug, Default)]
@@ -91,49 +94,113 @@ fn nonblank(v: &Option<String>) -> Option<&str> {
     v.as_deref().filter(|t| !t.trim().is_empty())
 }
 
-/// The one-line summary of a call from its args alone (also used for incomplete calls and
-/// lifecycle labels).
-pub fn summary_from_args(ctx: &RenderCtx<'_>, args: &ToolArgs) -> String {
-    match args {
-        ToolArgs::Read(a) => ctx.path(s(&a.path)),
-        ToolArgs::Grep(a) => {
-            let mut out = s(&a.pattern).to_owned();
-            if let Some(p) = nonblank(&a.path) {
-                let _ = write!(out, " in {}", ctx.path(p));
+/// The recorded args of a call of a known tool, as its card reads them: field by field, by the
+/// wire names of the tool's args model ([`arg`] lists every one read, and a test checks that the
+/// model names each). `None` for args that are neither an object nor `null` (no model reads them).
+#[derive(Clone, Copy, Debug)]
+pub struct CardArgs<'a>(&'a CallArgs);
+
+impl<'a> CardArgs<'a> {
+    pub fn of(args: &'a CallArgs) -> Option<CardArgs<'a>> {
+        (args.is_object() || args.is_null()).then_some(CardArgs(args))
+    }
+
+    /// A string field (`""` when absent or not a string).
+    fn s(&self, key: &str) -> Cow<'a, str> {
+        self.0.str_field(key).unwrap_or_default()
+    }
+
+    /// A string field that is not blank.
+    fn nonblank(&self, key: &str) -> Option<Cow<'a, str>> {
+        self.0.str_field(key).filter(|t| !t.trim().is_empty())
+    }
+
+    /// The first of `keys` that is not blank, or `""`.
+    fn first(&self, keys: [&str; 2]) -> String {
+        keys.iter().find_map(|k| self.nonblank(k)).unwrap_or_default().into_owned()
+    }
+
+    /// A field read as its model reads it.
+    fn get<T: serde::de::DeserializeOwned>(&self, key: &str) -> Option<T> {
+        self.0.field_as(key)
+    }
+
+    /// The args as display arguments and the pi edit check read them.
+    pub fn fields(&self) -> &'a CallArgs {
+        self.0
+    }
+}
+
+/// The wire names of the args fields a card reads (those of the tools' args models).
+pub mod arg {
+    pub const PATH: &str = "path";
+    pub const PATTERN: &str = "pattern";
+    pub const GLOB: &str = "glob";
+    pub const GLOB_PATTERN: &str = "globPattern";
+    pub const TARGET_DIRECTORY: &str = "targetDirectory";
+    pub const COMMAND: &str = "command";
+    pub const TIMEOUT: &str = "timeout";
+    pub const PATHS: &str = "paths";
+    pub const TODOS: &str = "todos";
+    pub const PLAN: &str = "plan";
+    pub const NAME: &str = "name";
+    pub const OVERVIEW: &str = "overview";
+    pub const DESCRIPTION: &str = "description";
+    pub const PROMPT: &str = "prompt";
+    pub const TOOL_NAME: &str = "toolName";
+    pub const QUERY: &str = "query";
+    pub const MODE: &str = "mode";
+    pub const SEARCH_TERM: &str = "searchTerm";
+    pub const URL: &str = "url";
+    /// A write's content, in the order they are looked for.
+    pub const WRITE_CONTENT: [&str; 5] = ["content", "fileText", "contents", "fileContent", "streamContent"];
+}
+
+/// The one-line summary of a call of `kind` from its args alone (also used for incomplete calls).
+pub fn summary_from_args(ctx: &RenderCtx<'_>, kind: ToolKind, a: &CardArgs<'_>) -> String {
+    match kind {
+        ToolKind::Read | ToolKind::Ls | ToolKind::Edit | ToolKind::Write | ToolKind::Delete => {
+            ctx.path(&a.s(arg::PATH))
+        }
+        ToolKind::Grep => {
+            let mut out = a.s(arg::PATTERN).into_owned();
+            if let Some(p) = a.nonblank(arg::PATH) {
+                let _ = write!(out, " in {}", ctx.path(&p));
             }
-            if let Some(g) = nonblank(&a.glob) {
+            if let Some(g) = a.nonblank(arg::GLOB) {
                 let _ = write!(out, " ({g})");
             }
             out
         }
-        ToolArgs::Glob(a) => {
-            let mut out = s(&a.glob_pattern).to_owned();
-            if let Some(d) = nonblank(&a.target_directory) {
-                let _ = write!(out, " in {}", ctx.path(d));
+        ToolKind::Glob => {
+            let mut out = a.s(arg::GLOB_PATTERN).into_owned();
+            if let Some(d) = a.nonblank(arg::TARGET_DIRECTORY) {
+                let _ = write!(out, " in {}", ctx.path(&d));
             }
             out
         }
-        ToolArgs::Ls(a) => ctx.path(s(&a.path)),
-        ToolArgs::Shell(a) => s(&a.command).to_owned(),
-        ToolArgs::Edit(a) => ctx.path(s(&a.path)),
-        ToolArgs::Write(a) => ctx.path(s(&a.path)),
-        ToolArgs::Delete(a) => ctx.path(s(&a.path)),
-        ToolArgs::ReadLints(a) => a.paths.iter().flatten().map(|p| ctx.path(p)).collect::<Vec<_>>().join(", "),
-        ToolArgs::UpdateTodos(a) => items(a.todos.as_ref().map_or(0, Vec::len)),
-        ToolArgs::CreatePlan(a) => {
-            let first = [&a.plan, &a.name, &a.overview]
+        ToolKind::Shell => a.s(arg::COMMAND).into_owned(),
+        ToolKind::ReadLints => a
+            .get::<Vec<String>>(arg::PATHS)
+            .unwrap_or_default()
+            .iter()
+            .map(|p| ctx.path(p))
+            .collect::<Vec<_>>()
+            .join(", "),
+        ToolKind::UpdateTodos => items(a.get::<Vec<m::TodoItem>>(arg::TODOS).map_or(0, |t| t.len())),
+        ToolKind::CreatePlan => {
+            let first = [arg::PLAN, arg::NAME, arg::OVERVIEW]
                 .into_iter()
-                .flatten()
-                .find_map(|t| t.lines().map(str::trim).find(|l| !l.is_empty()));
-            first.unwrap_or("").trim_start_matches('#').trim().to_owned()
+                .filter_map(|k| a.0.str_field(k))
+                .find_map(|t| t.lines().map(str::trim).find(|l| !l.is_empty()).map(str::to_owned));
+            first.as_deref().unwrap_or("").trim_start_matches('#').trim().to_owned()
         }
-        ToolArgs::Task(a) => nonblank(&a.description).or(nonblank(&a.prompt)).unwrap_or("").to_owned(),
-        ToolArgs::GenerateImage(a) => nonblank(&a.description).or(nonblank(&a.prompt)).unwrap_or("").to_owned(),
-        ToolArgs::Mcp(a) => nonblank(&a.tool_name).or(nonblank(&a.name)).unwrap_or("").to_owned(),
-        ToolArgs::SemSearch(a) => s(&a.query).to_owned(),
-        ToolArgs::RecordScreen(a) => s(&a.mode).to_owned(),
-        ToolArgs::WebSearch(a) => nonblank(&a.search_term).or(nonblank(&a.query)).unwrap_or("").to_owned(),
-        ToolArgs::WebFetch(a) => s(&a.url).to_owned(),
+        ToolKind::Task | ToolKind::GenerateImage => a.first([arg::DESCRIPTION, arg::PROMPT]),
+        ToolKind::Mcp => a.first([arg::TOOL_NAME, arg::NAME]),
+        ToolKind::SemSearch => a.s(arg::QUERY).into_owned(),
+        ToolKind::RecordScreen => a.s(arg::MODE).into_owned(),
+        ToolKind::WebSearch => a.first([arg::SEARCH_TERM, arg::QUERY]),
+        ToolKind::WebFetch => a.s(arg::URL).into_owned(),
     }
 }
 
@@ -149,19 +216,18 @@ fn items(n: usize) -> String {
 pub fn render_known(
     ctx: &RenderCtx<'_>,
     kind: ToolKind,
-    args: Option<&ToolArgs>,
-    raw_args: Option<&serde_json::Value>,
+    args: Option<&CardArgs<'_>>,
     outcome: &Outcome<'_>,
 ) -> Rendered {
     let mut r = Rendered {
-        summary: args.map(|a| summary_from_args(ctx, a)).unwrap_or_default(),
+        summary: args.map(|a| summary_from_args(ctx, kind, a)).unwrap_or_default(),
         is_error: outcome.is_error(),
         pi_tool: NEUTRAL_REPLAY_TOOL,
         variant: "activity",
         ..Rendered::default()
     };
     match outcome {
-        Outcome::Success(ok) => render_success(ctx, kind, args, raw_args, ok, &mut r),
+        Outcome::Success(ok) => render_success(ctx, kind, args, ok, &mut r),
         Outcome::Failure(status, f) => render_failure(ctx, kind, status, f, &mut r),
         Outcome::Unreadable(_, raw) => r.body = fallback_result(raw),
         Outcome::Missing => r.body = "(no result recorded)".into(),
@@ -195,7 +261,7 @@ pub fn error_body(error: &str) -> String {
 }
 
 /// The short header of the tools whose replayed result text has one (SPEC §4).
-pub fn transcript_header(kind: ToolKind, summary: &str, args: Option<&ToolArgs>) -> Option<String> {
+pub fn transcript_header(kind: ToolKind, summary: &str, args: Option<&CardArgs<'_>>) -> Option<String> {
     let named = |word: &str, what: &str| if what.is_empty() { word.to_owned() } else { format!("{word} {what}") };
     match kind {
         ToolKind::Edit => Some(named("edit", summary)),
@@ -203,10 +269,9 @@ pub fn transcript_header(kind: ToolKind, summary: &str, args: Option<&ToolArgs>)
         ToolKind::WebSearch => Some(named("web search", summary)),
         ToolKind::WebFetch => Some(named("web fetch", summary)),
         ToolKind::Task => {
-            let description = match args {
-                Some(ToolArgs::Task(a)) => nonblank(&a.description).or(nonblank(&a.prompt)).unwrap_or("task"),
-                _ => "task",
-            };
+            let description = args
+                .and_then(|a| a.nonblank(arg::DESCRIPTION).or_else(|| a.nonblank(arg::PROMPT)))
+                .unwrap_or(Cow::Borrowed("task"));
             Some(format!("subagent {description}"))
         }
         ToolKind::Mcp => Some(if summary.is_empty() { "mcp".to_owned() } else { summary.to_owned() }),
@@ -217,8 +282,7 @@ pub fn transcript_header(kind: ToolKind, summary: &str, args: Option<&ToolArgs>)
 fn render_success(
     ctx: &RenderCtx<'_>,
     kind: ToolKind,
-    args: Option<&ToolArgs>,
-    raw_args: Option<&serde_json::Value>,
+    args: Option<&CardArgs<'_>>,
     ok: &ToolSuccess,
     r: &mut Rendered,
 ) {
@@ -274,7 +338,7 @@ fn render_success(
                 (a, d) => format!("+{} -{}", a.map_or(0, Int::get), d.map_or(0, Int::get)),
             };
             r.sections = vec![stats, r.body.clone()];
-            if fits_pi_edit(raw_args) {
+            if fits_pi_edit(args.map(|a| a.fields() as &dyn ArgFields)) {
                 r.pi_tool = "edit";
                 r.variant = "nativeEdit";
             }
@@ -283,13 +347,9 @@ fn render_success(
             if r.summary.is_empty() {
                 r.summary = ctx.path(s(&o.path));
             }
-            let content = match args {
-                Some(ToolArgs::Write(a)) => [&a.content, &a.file_text, &a.contents, &a.file_content, &a.stream_content]
-                    .into_iter()
-                    .find_map(|c| c.as_deref()),
-                _ => None,
-            };
-            let content = content.or(o.file_content_after_write.as_deref());
+            let content = args.and_then(|a| arg::WRITE_CONTENT.into_iter().find_map(|k| a.0.str_field(k)));
+            let content = content.or(o.file_content_after_write.as_deref().map(Cow::Borrowed));
+            let content = content.as_deref();
             r.body = match (content, &o.message) {
                 (Some(c), _) => c.to_owned(),
                 (None, Some(m)) => m.clone(),
@@ -317,20 +377,19 @@ fn render_success(
         }
         ToolSuccess::ReadLints(o) => r.body = lints_body(ctx, o),
         ToolSuccess::UpdateTodos(o) => {
-            let todos = o.todos.as_ref().or(match args {
-                Some(ToolArgs::UpdateTodos(a)) => a.todos.as_ref(),
+            let from_args = match (&o.todos, args) {
+                (None, Some(a)) => a.get::<Vec<m::TodoItem>>(arg::TODOS),
                 _ => None,
-            });
+            };
+            let todos = o.todos.as_ref().or(from_args.as_ref());
             r.body = todos.map(|t| todos_body(t)).unwrap_or_default();
             if let Some(t) = todos {
                 r.summary = items(t.len());
             }
         }
         ToolSuccess::CreatePlan(o) => {
-            let plan = match args {
-                Some(ToolArgs::CreatePlan(a)) => nonblank(&a.plan).or(nonblank(&a.overview)).map(str::to_owned),
-                _ => None,
-            };
+            let plan =
+                args.and_then(|a| a.nonblank(arg::PLAN).or_else(|| a.nonblank(arg::OVERVIEW))).map(Cow::into_owned);
             r.body = plan.or_else(|| nonblank(&o.message).map(str::to_owned)).unwrap_or_default();
         }
         ToolSuccess::Task(o) => {
@@ -457,11 +516,8 @@ fn result_text(result: &ToolResult) -> String {
     }
 }
 
-fn shell_timeout(args: Option<&ToolArgs>) -> Option<i64> {
-    match args {
-        Some(ToolArgs::Shell(a)) => a.timeout.map(Int::get),
-        _ => None,
-    }
+fn shell_timeout(args: Option<&CardArgs<'_>>) -> Option<i64> {
+    args?.get::<Int>(arg::TIMEOUT).map(Int::get)
 }
 
 /// A shell call's body in its parts (SPEC §6b): what the command printed — trimmed stdout, then
@@ -679,33 +735,32 @@ fn mcp_body(o: &m::McpSuccess) -> String {
 
 /// Whether recorded args truthfully fit pi's `edit` schema (SPEC §4): a path plus a non-empty old
 /// text and a new text (may be empty), or an `edits[]` list of such pairs; never a notebook edit.
-pub fn fits_pi_edit(args: Option<&serde_json::Value>) -> bool {
-    let Some(obj) = args.and_then(serde_json::Value::as_object) else {
+pub fn fits_pi_edit(args: Option<&dyn ArgFields>) -> bool {
+    let Some(args) = args else {
         return false;
     };
-    let has_path = ["path", "filePath", "file_path"]
-        .iter()
-        .any(|k| obj.get(*k).and_then(|v| v.as_str()).is_some_and(|p| !p.is_empty()));
-    let notebook =
-        ["notebookPath", "notebook_path", "cellId", "cell_id", "cellIndex"].iter().any(|k| obj.contains_key(*k))
-            || obj.get("path").and_then(|v| v.as_str()).is_some_and(|p| p.ends_with(".ipynb"));
+    let str_of = |o: &dyn ArgFields, k: &str| match o.field(k)?.as_ref() {
+        serde_json::Value::String(s) => Some(s.clone()),
+        _ => None,
+    };
+    let has_path = ["path", "filePath", "file_path"].iter().any(|k| str_of(args, k).is_some_and(|p| !p.is_empty()));
+    let notebook = ["notebookPath", "notebook_path", "cellId", "cell_id", "cellIndex"].iter().any(|k| args.has(k))
+        || str_of(args, "path").is_some_and(|p| p.ends_with(".ipynb"));
     if !has_path || notebook {
         return false;
     }
-    let pair = |o: &serde_json::Map<String, serde_json::Value>| {
-        let old = ["oldText", "old_string", "oldString", "old_str", "old_text"]
-            .iter()
-            .find_map(|k| o.get(*k).and_then(|v| v.as_str()));
-        let new = ["newText", "new_string", "newString", "new_str", "new_text"]
-            .iter()
-            .find_map(|k| o.get(*k).and_then(|v| v.as_str()));
+    let pair = |o: &dyn ArgFields| {
+        let old = ["oldText", "old_string", "oldString", "old_str", "old_text"].iter().find_map(|k| str_of(o, k));
+        let new = ["newText", "new_string", "newString", "new_str", "new_text"].iter().find_map(|k| str_of(o, k));
         matches!((old, new), (Some(o), Some(_)) if !o.is_empty())
     };
-    if pair(obj) {
+    if pair(args) {
         return true;
     }
-    match obj.get("edits").and_then(|v| v.as_array()) {
-        Some(edits) if !edits.is_empty() => edits.iter().all(|e| e.as_object().is_some_and(pair)),
+    match args.field("edits").as_deref().and_then(|v| v.as_array()) {
+        Some(edits) if !edits.is_empty() => {
+            edits.iter().all(|e| e.as_object().is_some_and(|o| pair(o as &dyn ArgFields)))
+        }
         _ => false,
     }
 }
@@ -714,6 +769,66 @@ pub fn fits_pi_edit(args: Option<&serde_json::Value>) -> bool {
 mod tests {
     use super::*;
     use serde_json::json;
+    use toolstream_schemas::cursor_cli::tool_models::parse_args;
+
+    /// Every args field a card reads by its wire name is one its tool's args model names (a field
+    /// the model does not name would land in its `extra`).
+    #[test]
+    fn the_args_a_card_reads_are_named_by_the_tools_models() {
+        use ToolKind::*;
+        let read: &[(ToolKind, &[&str])] = &[
+            (Read, &[arg::PATH]),
+            (Ls, &[arg::PATH]),
+            (Edit, &[arg::PATH]),
+            (Write, &[arg::PATH]),
+            (Write, &arg::WRITE_CONTENT),
+            (Delete, &[arg::PATH]),
+            (Grep, &[arg::PATTERN, arg::PATH, arg::GLOB]),
+            (Glob, &[arg::GLOB_PATTERN, arg::TARGET_DIRECTORY]),
+            (Shell, &[arg::COMMAND, arg::TIMEOUT]),
+            (ReadLints, &[arg::PATHS]),
+            (UpdateTodos, &[arg::TODOS]),
+            (CreatePlan, &[arg::PLAN, arg::NAME, arg::OVERVIEW]),
+            (Task, &[arg::DESCRIPTION, arg::PROMPT]),
+            (GenerateImage, &[arg::DESCRIPTION, arg::PROMPT]),
+            (Mcp, &[arg::TOOL_NAME, arg::NAME]),
+            (SemSearch, &[arg::QUERY]),
+            (RecordScreen, &[arg::MODE]),
+            (WebSearch, &[arg::SEARCH_TERM, arg::QUERY]),
+            (WebFetch, &[arg::URL]),
+        ];
+        for (kind, keys) in read {
+            for key in *keys {
+                let model = parse_args(*kind, &json!({ *key: null }).to_string()).unwrap();
+                assert!(model.extra().is_empty(), "{kind:?} args have no field {key}");
+            }
+            let unnamed = parse_args(*kind, r#"{"notAField": null}"#).unwrap();
+            assert!(!unnamed.extra().is_empty(), "the check sees a field the model does not name");
+        }
+    }
+
+    #[test]
+    fn a_summary_reads_its_fields_from_the_recorded_text() {
+        let ctx = RenderCtx { cwd: Some("/w") };
+        let summary = |kind, text: &str| {
+            let args = CallArgs::from_json(text).unwrap();
+            CardArgs::of(&args).map(|a| summary_from_args(&ctx, kind, &a))
+        };
+        assert_eq!(summary(ToolKind::Shell, r#"{"command":"ls\t-la","timeout":"5"}"#).as_deref(), Some("ls\t-la"));
+        assert_eq!(
+            summary(ToolKind::Grep, r#"{"pattern":"fn","path":"/w/src","glob":"*.rs"}"#).as_deref(),
+            Some("fn in src (*.rs)")
+        );
+        assert_eq!(summary(ToolKind::Task, r#"{"description":"  ","prompt":"p"}"#).as_deref(), Some("p"));
+        assert_eq!(
+            summary(ToolKind::UpdateTodos, "null").as_deref(),
+            Some("0 items"),
+            "null reads as a model with nothing set"
+        );
+        assert_eq!(summary(ToolKind::UpdateTodos, r#""not args""#), None, "nor an object nor null: no args");
+        // A field of another type is not read; the others still are.
+        assert_eq!(summary(ToolKind::Grep, r#"{"pattern":"fn","path":5}"#).as_deref(), Some("fn"));
+    }
 
     #[test]
     fn shell_body_rules() {
@@ -733,12 +848,20 @@ mod tests {
 
     #[test]
     fn pi_edit_fit_is_truthful() {
-        assert!(fits_pi_edit(Some(&json!({"path": "a", "old_string": "x", "new_string": ""}))));
-        assert!(fits_pi_edit(Some(&json!({"filePath": "a", "edits": [{"oldText": "x", "newText": "y"}]}))));
-        assert!(!fits_pi_edit(Some(&json!({"path": "a", "streamContent": "whole file"}))));
-        assert!(!fits_pi_edit(Some(&json!({"path": "a", "old_string": "", "new_string": "y"}))));
-        assert!(!fits_pi_edit(Some(&json!({"path": "a.ipynb", "old_string": "x", "new_string": "y"}))));
-        assert!(!fits_pi_edit(Some(&json!({"old_string": "x", "new_string": "y"}))));
+        let fits = |v: serde_json::Value| {
+            let args = CallArgs::from_json(&v.to_string()).unwrap();
+            let by_map = fits_pi_edit(v.as_object().map(|o| o as &dyn ArgFields));
+            assert_eq!(fits_pi_edit(Some(&args as &dyn ArgFields)), by_map, "{v}: recorded args and a map agree");
+            by_map
+        };
+        assert!(fits(json!({"path": "a", "old_string": "x", "new_string": ""})));
+        assert!(fits(json!({"filePath": "a", "edits": [{"oldText": "x", "newText": "y"}]})));
+        assert!(!fits(json!({"filePath": "a", "edits": [{"oldText": "x", "newText": "y"}, {"oldText": ""}]})));
+        assert!(!fits(json!({"path": "a", "streamContent": "whole file"})));
+        assert!(!fits(json!({"path": "a", "old_string": "", "new_string": "y"})));
+        assert!(!fits(json!({"path": "a.ipynb", "old_string": "x", "new_string": "y"})));
+        assert!(!fits(json!({"path": "a", "cellId": null, "old_string": "x", "new_string": "y"})));
+        assert!(!fits(json!({"old_string": "x", "new_string": "y"})));
         assert!(!fits_pi_edit(None));
     }
 }

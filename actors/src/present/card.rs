@@ -5,7 +5,7 @@
 use serde_json::{json, Map, Value};
 use std::borrow::Cow;
 use std::sync::Arc;
-use toolstream_schemas::cursor_cli::tool_models::{args_from_tree, ResultModel};
+use toolstream_schemas::cursor_cli::tool_models::ResultModel;
 
 use toolstream_schemas::cursor_exec::to_openai::OpenAiToolCall;
 use toolstream_schemas::cursor_exec::OPENAI_TOOL_CALL_FIELD;
@@ -15,7 +15,8 @@ use toolstream_schemas::{
 };
 
 use super::bodies::{
-    render_known, render_unknown, summary_from_args, transcript_header, Outcome, RenderCtx, Rendered, ShellBody,
+    render_known, render_unknown, summary_from_args, transcript_header, CardArgs, Outcome, RenderCtx, Rendered,
+    ShellBody,
 };
 use super::bounds::{
     bound_shell_output, bound_transcript, display_line, preview, relative_path, shell_preview, Preview,
@@ -55,9 +56,10 @@ const MAX_ARG_CHARS: usize = 24_000;
 
 /// Build the card of a completed call.
 pub fn build_card(ctx: &CardContext<'_>, ev: &ToolEvent) -> Card {
-    // The args and the result were each read once (the args maybe by an earlier stage); every
-    // part of the card reads those.
-    let tree = ev.args.as_deref().and_then(CallArgs::tree);
+    // The args and the result were each read once (the args' fields maybe by an earlier stage);
+    // every part of the card reads those. The card of a known tool reads a few fields of the
+    // args; an unknown tool's lists them all (from their tree).
+    let args = ev.args.as_deref();
     if let (true, Some(r)) = (ctx.keep_recorded, &ev.result) {
         // Kept as recorded: read as a tree first, the model is then read from it.
         r.tree();
@@ -68,19 +70,19 @@ pub fn build_card(ctx: &CardContext<'_>, ev: &ToolEvent) -> Card {
         (Some(kind), Some(payload_kind)) => {
             // MCP calls reclassified as web search/fetch keep MCP-shaped payloads.
             let from_mcp = payload_kind != kind;
-            let args = tree.and_then(|t| args_from_tree(payload_kind, t).ok());
+            let card_args = args.and_then(CardArgs::of);
             let outcome = outcome(payload_kind, ev.result.as_ref());
-            let mut r = render_known(&rctx, payload_kind, args.as_ref(), tree, &outcome);
+            let mut r = render_known(&rctx, payload_kind, card_args.as_ref(), &outcome);
             if from_mcp {
-                r.summary = web_query_from_mcp(tree).unwrap_or_default();
+                r.summary = args.and_then(web_query_from_mcp).unwrap_or_default();
                 r.summary_only = true;
                 r.header = transcript_header(kind, &r.summary, None);
             }
             r
         }
-        _ => render_unknown(ev.tool.name(), tree, ev.result.as_ref()),
+        _ => render_unknown(ev.tool.name(), args.and_then(CallArgs::tree), ev.result.as_ref()),
     };
-    let mut card = assemble(ctx, &ev.tool, rendered, tree, status, ev.call.call_ref.clone());
+    let mut card = assemble(ctx, &ev.tool, rendered, args, status, ev.call.call_ref.clone());
     card.started_ms = ev.started_at_ms;
     card.completed_ms = ev.completed_at_ms;
     // An exec call (SPEC §1.4) carries the OpenAI tool call it maps to, for the OpenAI sink.
@@ -92,7 +94,7 @@ pub fn build_card(ctx: &CardContext<'_>, ev: &ToolEvent) -> Card {
     }
     if ctx.keep_recorded {
         card.recorded_result = ev.result.as_ref().and_then(ToolResult::tree).map(|v| recorded(ctx, v.clone()));
-        card.recorded_args = tree.map(|v| recorded(ctx, v.clone()));
+        card.recorded_args = args.and_then(CallArgs::tree).map(|v| recorded(ctx, v.clone()));
     }
     card
 }
@@ -106,11 +108,8 @@ fn recorded(ctx: &CardContext<'_>, mut v: Value) -> Value {
 
 /// The visible error card of a call that never completed (SPEC §5.3).
 pub fn incomplete_card(ctx: &CardContext<'_>, rec: &IncompleteCall, args: Option<&CallArgs>) -> Card {
-    let tree = args.and_then(CallArgs::tree);
-    let summary = match (rec.source_tool.kind(), tree) {
-        (Some(kind), Some(t)) => {
-            args_from_tree(kind, t).map(|a| summary_from_args(&RenderCtx { cwd: ctx.cwd }, &a)).unwrap_or_default()
-        }
+    let summary = match (rec.source_tool.kind(), args.and_then(CardArgs::of)) {
+        (Some(kind), Some(a)) => summary_from_args(&RenderCtx { cwd: ctx.cwd }, kind, &a),
         _ => String::new(),
     };
     let reason = rec.reason.text();
@@ -122,8 +121,9 @@ pub fn incomplete_card(ctx: &CardContext<'_>, rec: &IncompleteCall, args: Option
         variant: "activity",
         ..Rendered::default()
     };
-    let recorded_args = if ctx.keep_recorded { tree.map(|v| recorded(ctx, v.clone())) } else { None };
-    let mut card = assemble(ctx, &rec.source_tool, rendered, tree, None, rec.call.clone());
+    let recorded_args =
+        if ctx.keep_recorded { args.and_then(CallArgs::tree).map(|v| recorded(ctx, v.clone())) } else { None };
+    let mut card = assemble(ctx, &rec.source_tool, rendered, args, None, rec.call.clone());
     card.headline = format!("{} did not complete: {reason}", card.headline);
     // The title line says it all; the body (for pi) repeats it.
     card.preview.clear();
@@ -147,8 +147,8 @@ fn outcome(kind: ToolKind, result: Option<&ToolResult>) -> Outcome<'_> {
 }
 
 /// `args.args.{query|searchTerm|search_term|url}` of an MCP call that is really a web search/fetch.
-fn web_query_from_mcp(args: Option<&Value>) -> Option<String> {
-    let inner = args?.get("args")?;
+fn web_query_from_mcp(args: &CallArgs) -> Option<String> {
+    let inner = args.field_as::<Value>("args")?;
     ["query", "searchTerm", "search_term", "q", "url"]
         .iter()
         .find_map(|k| inner.get(*k).and_then(Value::as_str))
@@ -159,7 +159,7 @@ fn assemble(
     ctx: &CardContext<'_>,
     tool: &Tool,
     r: Rendered,
-    raw_args: Option<&Value>,
+    args: Option<&CallArgs>,
     status: Option<String>,
     call: CallRef,
 ) -> Card {
@@ -216,14 +216,15 @@ fn assemble(
 
     // Display arguments are built from the recorded args, scrubbed and bounded (field by field:
     // a card shows a few of them).
-    let wrapped: Map<String, Value>;
-    let raw = match raw_args {
-        Some(Value::Object(map)) => Some(RecordedArgs { map, scrubber: sc }),
-        Some(other) => {
-            wrapped = Map::from_iter([("value".to_owned(), other.clone())]);
-            Some(RecordedArgs { map: &wrapped, scrubber: sc })
-        }
-        None => None,
+    // Args that are not an object are shown as one field, `value`.
+    let wrapped: Option<Map<String, Value>> = match args {
+        Some(a) if !a.is_object() => a.tree().map(|other| Map::from_iter([("value".to_owned(), other.clone())])),
+        _ => None,
+    };
+    let raw = match (args, &wrapped) {
+        (_, Some(map)) => Some(RecordedArgs { fields: Fields::Map(map), scrubber: sc }),
+        (Some(a), None) if a.is_object() => Some(RecordedArgs { fields: Fields::Args(a), scrubber: sc }),
+        _ => None,
     };
     let (pi_tool, args) = display_args(&DisplayInput {
         kind: tool.kind(),
@@ -311,8 +312,26 @@ fn assemble(
 /// would be (`Scrubber::scrub_field`), read only when asked for.
 #[derive(Debug)]
 struct RecordedArgs<'a> {
-    map: &'a Map<String, Value>,
+    fields: Fields<'a>,
     scrubber: &'a Scrubber,
+}
+
+/// Where recorded args' fields are read from.
+#[derive(Debug)]
+enum Fields<'a> {
+    /// The args object itself (its fields found in its text).
+    Args(&'a CallArgs),
+    /// Args that are not an object, as `{"value": …}`.
+    Map(&'a Map<String, Value>),
+}
+
+impl Fields<'_> {
+    fn get(&self, key: &str) -> Option<Cow<'_, Value>> {
+        match self {
+            Fields::Args(a) => a.field_as::<Value>(key).map(Cow::Owned),
+            Fields::Map(m) => m.get(key).map(Cow::Borrowed),
+        }
+    }
 }
 
 /// The args field in which Cursor repeats the call's id. Raw call ids are never shown (SPEC §1.1
@@ -324,13 +343,17 @@ impl ArgFields for RecordedArgs<'_> {
         if key == CALL_ID_ARG {
             return None;
         }
-        let mut v = self.scrubber.scrub_field(self.map, key)?;
+        let mut v = self.scrubber.scrub_field(&|k| self.fields.get(k), key)?;
         bound_strings(&mut v);
         Some(Cow::Owned(v))
     }
 
     fn has(&self, key: &str) -> bool {
-        key != CALL_ID_ARG && self.map.contains_key(key)
+        key != CALL_ID_ARG
+            && match &self.fields {
+                Fields::Args(a) => a.has(key),
+                Fields::Map(m) => m.contains_key(key),
+            }
     }
 }
 

@@ -17,7 +17,7 @@ use std::borrow::Cow;
 
 use serde_json::{Map, Value};
 use toolstream_schemas::pi_contract::NEUTRAL_REPLAY_TOOL;
-use toolstream_schemas::ToolKind;
+use toolstream_schemas::{CallArgs, ToolKind};
 
 use super::bounds::{display_line, relative_path};
 
@@ -54,6 +54,16 @@ impl ArgFields for Map<String, Value> {
     }
     fn has(&self, key: &str) -> bool {
         self.contains_key(key)
+    }
+}
+
+/// A call's recorded args, each field read from its text when asked for.
+impl ArgFields for CallArgs {
+    fn field(&self, key: &str) -> Option<Cow<'_, Value>> {
+        self.field_as::<Value>(key).map(Cow::Owned)
+    }
+    fn has(&self, key: &str) -> bool {
+        CallArgs::has(self, key)
     }
 }
 

@@ -223,22 +223,23 @@ impl Scrubber {
         }
     }
 
-    /// What [`Scrubber::scrub_json`] makes of `map[key]` (a copy), without scrubbing the rest of
-    /// `map`: for readers of a few fields of a large object.
-    pub fn scrub_field(&self, map: &serde_json::Map<String, Value>, key: &str) -> Option<Value> {
-        let item = map.get(key)?;
+    /// What [`Scrubber::scrub_json`] makes of field `key` of an object (a copy), without
+    /// scrubbing the rest of it: for readers of a few fields of a large object. `get` reads a
+    /// field of that object.
+    pub fn scrub_field<'v>(&self, get: &dyn Fn(&str) -> Option<Cow<'v, Value>>, key: &str) -> Option<Value> {
+        let item = get(key)?;
         let names_a_secret = || {
             HEADER_NAME_KEYS
                 .iter()
-                .any(|k| self.scrub_field(map, k).as_ref().and_then(Value::as_str).is_some_and(is_secret_key))
+                .any(|k| self.scrub_field(get, k).as_ref().and_then(Value::as_str).is_some_and(is_secret_key))
         };
         if key == "value" && !item.is_null() && names_a_secret() {
             return Some(Value::String(REDACTED.to_owned()));
         }
-        Some(match item {
+        Some(match item.as_ref() {
             Value::String(s) => Value::String(self.scrub_string_under(key, s).into_owned()),
-            other => {
-                let mut v = other.clone();
+            _ => {
+                let mut v = item.into_owned();
                 self.scrub_member(key, &mut v);
                 v
             }

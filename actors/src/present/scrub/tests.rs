@@ -40,8 +40,13 @@ fn a_field_scrubbed_alone_is_that_field_of_the_whole_object_scrubbed() {
         let mut whole = obj.clone();
         sc.scrub_json(&mut whole);
         let (map, whole) = (obj.as_object().unwrap(), whole.as_object().unwrap());
+        // Read from the map, and from the recorded text's fields as a card reads them.
+        let args = toolstream_schemas::CallArgs::from_json(&obj.to_string()).unwrap();
         for key in map.keys().map(String::as_str).chain(["absent"]) {
-            assert_eq!(sc.scrub_field(map, key).as_ref(), whole.get(key), "{key} of {obj}");
+            let from_map = |k: &str| map.get(k).map(std::borrow::Cow::Borrowed);
+            let from_text = |k: &str| args.field_as::<serde_json::Value>(k).map(std::borrow::Cow::Owned);
+            assert_eq!(sc.scrub_field(&from_map, key).as_ref(), whole.get(key), "{key} of {obj}");
+            assert_eq!(sc.scrub_field(&from_text, key).as_ref(), whole.get(key), "{key} of {obj}, from its text");
         }
     }
 }

@@ -163,7 +163,8 @@ impl Scan<'_> {
             return Some(FieldIndex::default());
         }
         self.at += 1;
-        let mut fields = Vec::with_capacity(8);
+        // Most args have a handful of fields, a shell call's about twenty.
+        let mut fields = Vec::with_capacity(16);
         self.skip_ws();
         if self.peek()? == b'}' {
             return Some(FieldIndex { object: true, fields });

@@ -2,9 +2,8 @@
 //! it is an error, and which pi card fits it (SPEC §4, §6b, §8). Raw text out; scrubbing and
 //! bounding happen once, in `card`.
 
-use std::fmt::Write as _;
-
 use std::borrow::Cow;
+use std::fmt::Write as _;
 
 use toolstream_schemas::cursor_cli::tool_models::{self as m, FailureResult, TodoStatus, ToolSuccess};
 use toolstream_schemas::pi_contract::NEUTRAL_REPLAY_TOOL;

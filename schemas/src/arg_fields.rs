@@ -14,6 +14,8 @@ use std::ops::Range;
 
 use serde::de::DeserializeOwned;
 
+use crate::json_text::string_end_in_json;
+
 /// Where the fields of one JSON object lie in its text.
 #[derive(Debug, Default)]
 pub struct FieldIndex {
@@ -105,18 +107,9 @@ impl Scan<'_> {
 
     /// Past a string whose opening quote is at `at`; whether it had escapes.
     fn string(&mut self) -> Option<bool> {
-        self.at += 1;
-        let mut escaped = false;
-        loop {
-            let i = memchr::memchr2(b'"', b'\\', self.text.get(self.at..)?)?;
-            self.at += i;
-            if self.text[self.at] == b'"' {
-                self.at += 1;
-                return Some(escaped);
-            }
-            escaped = true;
-            self.at += 2;
-        }
+        let (end, escaped) = string_end_in_json(self.text, self.at)?;
+        self.at = end + 1;
+        Some(escaped)
     }
 
     /// Past one value (whitespace before it skipped): its range.

@@ -14,6 +14,7 @@ pub mod display;
 pub mod event;
 pub mod ids;
 pub mod iso_time;
+mod json_text;
 pub mod models;
 pub mod num;
 pub mod openai;

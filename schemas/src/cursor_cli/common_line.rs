@@ -10,6 +10,8 @@
 
 use std::borrow::Cow;
 
+use crate::json_text::string_end;
+
 /// A line of one of the commonest shapes.
 #[derive(Debug, PartialEq, Eq)]
 pub enum CommonLine<'a> {
@@ -62,36 +64,10 @@ impl<'a> Reader<'a> {
 
     /// A JSON string: borrowed when it has no escape, decoded by serde_json when it has one.
     fn string(&mut self) -> Option<Cow<'a, str>> {
-        let bytes = self.text.as_bytes();
         let start = self.at;
-        if bytes.get(start) != Some(&b'"') {
-            return None;
-        }
-        let mut i = start + 1;
-        let mut escaped = false;
-        loop {
-            // Eight plain bytes at a time, then byte by byte from the first that may end the run.
-            while let Some(chunk) = bytes.get(i..i + 8) {
-                let word = u64::from_le_bytes(chunk.try_into().ok()?);
-                if may_end_a_run(word) {
-                    break;
-                }
-                i += 8;
-            }
-            match *bytes.get(i)? {
-                b'"' => break,
-                b'\\' => {
-                    escaped = true;
-                    // The escaped byte (a quote or a backslash among them) is not the end.
-                    i += 2;
-                }
-                // Raw control characters are not JSON: the general parser reports them.
-                0..=0x1f => return None,
-                _ => i += 1,
-            }
-        }
-        self.at = i + 1;
-        let quoted = self.text.get(start..=i)?;
+        let (end, escaped) = string_end(self.text.as_bytes(), start)?;
+        self.at = end + 1;
+        let quoted = self.text.get(start..=end)?;
         if escaped {
             serde_json::from_str::<String>(quoted).ok().map(Cow::Owned)
         } else {
@@ -123,18 +99,6 @@ impl<'a> Reader<'a> {
     }
 }
 
-/// Whether any of the eight bytes of `word` is a quote, a backslash or a control character (a
-/// byte after the first such one may be reported too: the caller then reads byte by byte).
-fn may_end_a_run(word: u64) -> bool {
-    const ONES: u64 = 0x0101_0101_0101_0101;
-    const HIGH: u64 = 0x8080_8080_8080_8080;
-    let zero_byte = |x: u64| x.wrapping_sub(ONES) & !x & HIGH;
-    let quote = zero_byte(word ^ (ONES * u64::from(b'"')));
-    let backslash = zero_byte(word ^ (ONES * u64::from(b'\\')));
-    let control = word.wrapping_sub(ONES * 0x20) & !word & HIGH;
-    quote | backslash | control != 0
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -164,18 +128,6 @@ mod tests {
         let Some(CommonLine::ThinkingDelta { text, session_id, timestamp_ms }) = delta(l) else { panic!() };
         assert_eq!((text.as_ref(), session_id.as_ref(), timestamp_ms), ("a\"b\\\n\u{e9}\u{1f600}", "s\\", 5));
         assert!(matches!(text, Cow::Owned(_)));
-    }
-
-    proptest::proptest! {
-        /// The eight-byte test finds exactly the words holding a byte that may end a run.
-        #[test]
-        fn a_word_may_end_a_run_when_a_byte_of_it_does(bytes in proptest::prelude::any::<[u8; 8]>(), at in 0usize..8, special in proptest::sample::select(vec![b'"', b'\\', 0, 0x1f, b'\n'])) {
-            let ends = |b: &[u8; 8]| b.iter().any(|&c| c == b'"' || c == b'\\' || c < 0x20);
-            proptest::prop_assert_eq!(may_end_a_run(u64::from_le_bytes(bytes)), ends(&bytes));
-            let mut with = bytes;
-            with[at] = special;
-            proptest::prop_assert!(may_end_a_run(u64::from_le_bytes(with)));
-        }
     }
 
     #[test]

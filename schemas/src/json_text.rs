@@ -36,8 +36,9 @@ pub(crate) fn string_end(bytes: &[u8], open: usize) -> Option<(usize, bool)> {
 }
 
 /// As [`string_end`], in text known to be JSON (a recorded `RawValue`): no control character to
-/// look for, so the next quote or backslash is found by memchr, fastest on the long strings of
-/// recorded payloads (commands, file contents) and no slower on short ones.
+/// look for, so the next quote or backslash is found by memchr. Over a call's args (keys, ids,
+/// commands, file contents) it costs less than the eight-byte scan: 4.4 M against 7.5 M
+/// instructions for the args of the 4 MB bench corpus.
 pub(crate) fn string_end_in_json(bytes: &[u8], open: usize) -> Option<(usize, bool)> {
     if bytes.get(open) != Some(&b'"') {
         return None;

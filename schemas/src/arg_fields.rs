@@ -58,11 +58,6 @@ impl FieldIndex {
         })?;
         text.get(field.value.clone())
     }
-
-    /// Whether the object has `key`.
-    pub fn has(&self, text: &str, key: &str) -> bool {
-        self.raw(text, key).is_some()
-    }
 }
 
 /// The text of a JSON string value, unescaped (borrowed when it has no escapes); `None` for any
@@ -230,7 +225,7 @@ mod tests {
         let text = r#"{"a":1}"#;
         let index = FieldIndex::of(text);
         assert_eq!(index.raw(text, "b"), None);
-        assert!(index.has(text, "a") && !index.has(text, "A"));
+        assert!(index.raw(text, "a").is_some() && index.raw(text, "A").is_none());
         let list = r#"[{"a":1}]"#;
         assert_eq!(FieldIndex::of(list).raw(list, "a"), None);
     }

@@ -84,7 +84,7 @@ function recorded(toolCallId: string) {
 /** Lines of a collapsed replay card (SPEC §8 collapsed preview, the engine's too). */
 const PREVIEW_LINES = CONTRACT.previewLines;
 
-/** What toolstream records in a replay result's `details` (see actors/src/present/card.rs). */
+/** What toolstream records in a replay result's `details` (`CardDetails` in schemas/src/event.rs). */
 interface ReplayDetails {
 	sourceToolName?: string;
 	/** The result text's short header (`edit src/a.ts`, `web search …`), shown by the call line. */

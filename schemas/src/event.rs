@@ -600,7 +600,9 @@ pub struct Card {
     pub diff: Vec<StyledLine>,
     /// Diff lines beyond `diff`.
     pub diff_hidden: usize,
-    pub details: serde_json::Value,
+    /// What pi's replay renderers read beyond the text (pi's `toolResult.details`); shared, as
+    /// the pi sinks hand it on with every tool result.
+    pub details: Arc<CardDetails>,
     pub is_error: bool,
     /// Set when this card stands for a call that never completed (SPEC §5.3): the same call also
     /// has its [`IncompleteCall`] record, so counting calls counts this card once, not twice.
@@ -616,10 +618,50 @@ pub struct Card {
     /// `CardContext::keep_recorded`). Not part of the serialized card.
     #[serde(skip)]
     pub recorded_args: Option<serde_json::Value>,
-    /// The OpenAI tool call an exec call maps to, scrubbed (also in `details.openaiToolCall`):
+    /// The OpenAI tool call an exec call maps to, scrubbed (also in `details.openai_tool_call`):
     /// the OpenAI sink answers with it. Not part of the serialized card.
     #[serde(skip)]
     pub openai_call: Option<Arc<OpenAiToolCall>>,
+}
+
+/// A card's `details`: what pi's replay renderers read of a call beyond its text
+/// (`integrations/pi/replay-tools.ts`), and what a Cursor bubble reads back (`status`). Every
+/// string is scrubbed and bounded like the rest of the card.
+///
+/// The fields are in the order they are written: by name, as the JSON object cards carried
+/// before was; traces and pi sessions are byte-identical with it.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CardDetails {
+    /// A write's recorded content (pi highlights it by the language of `path`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub content: Option<String>,
+    /// A recorded diff in pi's own numbered form (`+N`/`-N`/` N` lines, no unified headers).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub diff: Option<String>,
+    /// The result text's short header (`edit src/a.ts`, `web search …`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub header: Option<String>,
+    /// Where Cursor saved a generated image (relative to the cwd when inside it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub image_path: Option<String>,
+    /// The OpenAI tool call an exec call maps to (`{id, name, arguments}`), scrubbed; calls
+    /// without it are Cursor's own tool activity.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub openai_tool_call: Option<serde_json::Value>,
+    /// The file an edit or write belongs to (relative to the cwd).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+    /// The recorded tool's name (`shell`, `webSearch`, an MCP tool's …).
+    pub source_tool_name: String,
+    /// The result's arm as recorded (`success`, `failure`, `rejected`, …), or none.
+    pub status: Option<String>,
+    /// The card's summary; none for an error.
+    pub summary: Option<String>,
+    /// The neutral title (`Cursor shell`).
+    pub title: String,
+    /// How pi draws it: `native`, `activity`, `genericFallback`, ….
+    pub variant: &'static str,
 }
 
 /// How a display line is styled.

@@ -2,16 +2,15 @@
 //! scrubbed and bounded (SPEC §4, §5.3, §8), with its title line, collapsed preview, numbered diff
 //! lines and pi replay arguments. Pure functions.
 
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 use std::borrow::Cow;
 use std::sync::Arc;
 use toolstream_schemas::cursor_cli::tool_models::ResultModel;
 
 use toolstream_schemas::cursor_exec::to_openai::OpenAiToolCall;
-use toolstream_schemas::cursor_exec::OPENAI_TOOL_CALL_FIELD;
 use toolstream_schemas::pi_contract::NEUTRAL_REPLAY_TOOL;
 use toolstream_schemas::{
-    CallArgs, CallRef, Card, IncompleteCall, LineKind, StyledLine, Tool, ToolEvent, ToolKind, ToolResult,
+    CallArgs, CallRef, Card, CardDetails, IncompleteCall, LineKind, StyledLine, Tool, ToolEvent, ToolKind, ToolResult,
 };
 
 use super::bodies::{
@@ -86,11 +85,11 @@ pub fn build_card(ctx: &CardContext<'_>, ev: &ToolEvent) -> Card {
     card.started_ms = ev.started_at_ms;
     card.completed_ms = ev.completed_at_ms;
     // An exec call (SPEC §1.4) carries the OpenAI tool call it maps to, for the OpenAI sink.
-    if let (Some(call), Some(obj)) = (&ev.openai_call, card.details.as_object_mut()) {
+    if let Some(call) = &ev.openai_call {
         let mut shown = call.to_json();
         ctx.scrubber.scrub_json(&mut shown);
         card.openai_call = OpenAiToolCall::from_json(&shown).map(Arc::new);
-        obj.insert(OPENAI_TOOL_CALL_FIELD.into(), shown);
+        Arc::make_mut(&mut card.details).openai_tool_call = Some(shown);
     }
     if ctx.keep_recorded {
         card.recorded_result = ev.result.as_ref().and_then(ToolResult::tree).map(|v| recorded(ctx, v.clone()));
@@ -250,37 +249,34 @@ fn assemble(
     } else {
         bound_transcript(&sc.scrub(&r.result_text())).into_owned()
     };
-    let mut details = json!({
-        "variant": variant,
-        "sourceToolName": tool.name(),
-        "title": title,
-        "summary": if r.is_error { Value::Null } else { summary.clone().into() },
-        "status": status,
-    });
-    if let (Some(d), Some(obj)) = (scrubbed_diff.as_deref(), details.as_object_mut()) {
+    let details = CardDetails {
+        variant,
+        source_tool_name: tool.name().to_owned(),
+        title: title.clone(),
+        summary: (!r.is_error).then(|| summary.clone()),
+        status,
         // pi's diff renderer (its native edit card, and the replay `cursor` card) colours
         // `details.diff` in pi's own form: numbered `+N`/`-N`/` N` lines, no unified headers.
-        let numbered: Vec<String> = parse_unified(d).iter().map(format_diff_line).collect();
-        obj.insert("diff".into(), bound_transcript(&numbered.join("\n")).into_owned().into());
-    }
-    if let (Some(h), Some(obj)) = (r.header.as_deref(), details.as_object_mut()) {
+        diff: scrubbed_diff.as_deref().map(|d| {
+            let numbered: Vec<String> = parse_unified(d).iter().map(format_diff_line).collect();
+            bound_transcript(&numbered.join("\n")).into_owned()
+        }),
         // The result text starts with it; the replay renderers show the rest.
-        obj.insert("header".into(), display_line(&sc.scrub(h), TRANSCRIPT_MAX_CHARS).into());
-    }
-    if let (Some(ToolKind::Write), false, Some(obj)) = (tool.kind(), r.is_error, details.as_object_mut()) {
+        header: r.header.as_deref().map(|h| display_line(&sc.scrub(h), TRANSCRIPT_MAX_CHARS)),
         // A write's preview (highlighted by language in pi) is its recorded content.
-        obj.insert("content".into(), content.clone().into());
-    }
-    if let (Some(p), Some(obj)) = (r.image_path.as_deref(), details.as_object_mut()) {
+        content: (tool.kind() == Some(ToolKind::Write) && !r.is_error).then(|| content.clone()),
         // The replay card shows the image inline while the file can still be read.
-        obj.insert("imagePath".into(), display_line(&sc.scrub(p), TRANSCRIPT_MAX_CHARS).into());
-    }
-    if let (Some(ToolKind::Edit | ToolKind::Write), Some(obj)) = (tool.kind(), details.as_object_mut()) {
+        image_path: r.image_path.as_deref().map(|p| display_line(&sc.scrub(p), TRANSCRIPT_MAX_CHARS)),
         // The replay renderers infer a preview's language from it.
-        if let Some(p) = raw.as_ref().and_then(|a| string_any(a, &["path", "filePath", "file_path"])) {
-            obj.insert("path".into(), relative_path(&p, ctx.cwd).into());
-        }
-    }
+        path: match tool.kind() {
+            Some(ToolKind::Edit | ToolKind::Write) => raw
+                .as_ref()
+                .and_then(|a| string_any(a, &["path", "filePath", "file_path"]))
+                .map(|p| relative_path(&p, ctx.cwd)),
+            _ => None,
+        },
+        openai_tool_call: None,
+    };
     Card {
         turn: ctx.turn,
         call,
@@ -297,7 +293,7 @@ fn assemble(
         preview_hidden,
         diff,
         diff_hidden,
-        details,
+        details: Arc::new(details),
         is_error: r.is_error,
         started_ms: None,
         incomplete: None,
@@ -521,7 +517,7 @@ mod tests {
         assert_eq!(c.pi_tool, "cursor");
         assert!(c.content.contains("Saved image to assets/square.png"), "{}", c.content);
         assert!(!c.content.contains("iVBORw0KGgo="), "the image data is not text");
-        assert_eq!(c.details["imagePath"], "assets/square.png");
+        assert_eq!(c.details.image_path.as_deref(), Some("assets/square.png"));
     }
 
     #[test]
@@ -587,7 +583,7 @@ mod tests {
         assert_eq!(c.title, "Cursor getMcpTools");
         assert_eq!(c.pi_tool, "cursor");
         assert!(c.content.contains("pattern: x"), "{}", c.content);
-        assert_eq!(c.details["variant"], "genericFallback");
+        assert_eq!(c.details.variant, "genericFallback");
     }
 
     #[test]

@@ -59,7 +59,7 @@ fn card(content: &str) -> Output {
         preview_hidden: 0,
         diff: vec![],
         diff_hidden: 0,
-        details: serde_json::Value::Null,
+        details: Default::default(),
         is_error: false,
         started_ms: None,
         incomplete: None,

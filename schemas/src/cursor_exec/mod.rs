@@ -44,12 +44,6 @@ pub struct ExecRecordLine {
     pub exec_client_control_message: Option<ExecClientControlMessage>,
 }
 
-/// The field of a card's `details` that shows the OpenAI tool call an exec call maps to
-/// (`{id, name, arguments}`, see [`to_openai::OpenAiToolCall`]; the event and the card carry it
-/// typed: [`ToolEvent::openai_call`](crate::ToolEvent)). Calls without it are Cursor's own tool
-/// activity.
-pub const OPENAI_TOOL_CALL_FIELD: &str = "openaiToolCall";
-
 /// The message field names a line of an exec recording may have (for format detection).
 pub const RECORD_KEYS: &[&str] = &[
     "interactionUpdate",

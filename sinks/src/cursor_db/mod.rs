@@ -605,8 +605,8 @@ fn tool_former(run: &RunId, state: &RunState, tool: &Tool, call_id: &str, card: 
     }
     let arm = card
         .details
-        .get("status")
-        .and_then(Value::as_str)
+        .status
+        .as_deref()
         .map_or(if card.is_error { ResultStatus::Error } else { ResultStatus::Success }, ResultStatus::from_key);
     let (st, decision) = bubble_status(&arm, card.is_error);
     if let Some(o) = tf.as_object_mut() {

@@ -45,7 +45,7 @@ fn card(hash: &str, tool: Tool, is_error: bool, incomplete: Option<IncompleteRea
         preview_hidden: 0,
         diff: Vec::new(),
         diff_hidden: 0,
-        details: json!({}),
+        details: Default::default(),
         is_error,
         incomplete,
         started_ms: Some(times.0),

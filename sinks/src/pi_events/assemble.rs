@@ -27,7 +27,9 @@ use super::wire::{
     stop_reason_name, AssistantMessage, ContentBlock, PiUsage, TextContent, ToolCall, ToolResultMessage, UNKNOWN_MODEL,
 };
 use serde_json::Value;
-use toolstream_schemas::{Card, Output, OutputEvent, RunId, RunStatus, StopReason, Usage, CANCELLED_MESSAGE};
+use toolstream_schemas::{
+    Card, CardDetails, Output, OutputEvent, RunId, RunStatus, StopReason, Usage, CANCELLED_MESSAGE,
+};
 
 /// Which kind of streaming block.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -108,7 +110,7 @@ impl Step {
                             STEP + r.tool_call_id.len()
                                 + r.tool_name.len()
                                 + r.content.iter().map(|c| c.text.len()).sum::<usize>()
-                                + json_bytes(&r.details)
+                                + r.details.as_deref().map_or(0, details_bytes)
                         })
                         .sum::<usize>()
             }
@@ -132,6 +134,16 @@ fn message_bytes(m: &AssistantMessage) -> usize {
 }
 
 /// The strings of a JSON value plus a fixed cost per node.
+/// A card's details: its strings (shared with the card, which may be gone before the step is).
+fn details_bytes(d: &CardDetails) -> usize {
+    let opt = |s: &Option<String>| s.as_ref().map_or(0, String::len);
+    std::mem::size_of::<CardDetails>()
+        + [&d.content, &d.diff, &d.header, &d.image_path, &d.path, &d.status, &d.summary].map(opt).iter().sum::<usize>()
+        + d.openai_tool_call.as_ref().map_or(0, json_bytes)
+        + d.source_tool_name.len()
+        + d.title.len()
+}
+
 fn json_bytes(v: &Value) -> usize {
     const NODE: usize = std::mem::size_of::<Value>();
     NODE + match v {
@@ -384,7 +396,7 @@ impl RunState {
             tool_call_id: card.replay_id.clone(),
             tool_name,
             content: vec![TextContent::new(card.result_text.as_str())],
-            details: card.details.clone(),
+            details: Some(card.details.clone()),
             is_error: card.is_error,
             // Set when the message ends: pi runs the tools after its message.
             timestamp: 0,

@@ -69,7 +69,7 @@ fn a_tool_use_message_then_a_final_answer_exact_lines() {
         format!(r#"{{"type":"toolcall_end","contentIndex":2,"toolCall":{call}}}"#),
         format!(r#"{{"type":"done","reason":"toolUse","message":{}}}"#, head(10, &first, USAGE_3_4, "toolUse")),
         format!(
-            r#"{{"type":"tool_results","results":[{{"role":"toolResult","toolCallId":"{id}","toolName":"bash","content":[{{"type":"text","text":"ok"}}],"details":{{"variant":"native"}},"isError":false,"timestamp":30}}]}}"#
+            r#"{{"type":"tool_results","results":[{{"role":"toolResult","toolCallId":"{id}","toolName":"bash","content":[{{"type":"text","text":"ok"}}],"details":{{"sourceToolName":"shell","status":"success","summary":"","title":"Cursor shell","variant":"native"}},"isError":false,"timestamp":30}}]}}"#
         ),
         format!(r#"{{"type":"start","partial":{}}}"#, head(40, "", USAGE_0, "stop")),
         r#"{"type":"text_start","contentIndex":0}"#.to_owned(),

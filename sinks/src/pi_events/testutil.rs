@@ -5,7 +5,9 @@ use std::sync::Arc;
 
 use serde_json::{json, Value};
 use toolstream_schemas::ids::call_ref;
-use toolstream_schemas::{Card, Cost, Output, OutputEvent, RunId, RunStatus, ShellStream, StopReason, Tool, Usage};
+use toolstream_schemas::{
+    Card, CardDetails, Cost, Output, OutputEvent, RunId, RunStatus, ShellStream, StopReason, Tool, Usage,
+};
 
 pub fn run(session: &str, seq: u32) -> Arc<RunId> {
     Arc::new(RunId { session: session.into(), seq })
@@ -77,7 +79,14 @@ pub fn card(label: &str, k: u32, pi_tool: &str, args: Value, content: &str, is_e
         preview_hidden: 0,
         diff: Vec::new(),
         diff_hidden: 0,
-        details: json!({"variant": "native"}),
+        details: Arc::new(CardDetails {
+            source_tool_name: "shell".into(),
+            title: "Cursor shell".into(),
+            status: Some(if is_error { "failure" } else { "success" }.into()),
+            summary: (!is_error).then(String::new),
+            variant: "native",
+            ..CardDetails::default()
+        }),
         is_error,
         started_ms: None,
         incomplete: None,

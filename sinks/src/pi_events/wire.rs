@@ -6,7 +6,9 @@
 
 use serde::{Serialize, Serializer};
 use serde_json::Value;
-use toolstream_schemas::{StopReason, Usage};
+use std::sync::Arc;
+
+use toolstream_schemas::{CardDetails, StopReason, Usage};
 
 /// The `api` of every Cursor message: the one the pi Cursor extension registers its provider
 /// under (its session files carry `"api":"cursor-sdk"`).
@@ -195,8 +197,8 @@ pub struct ToolResultMessage {
     #[serde(rename = "toolName")]
     pub tool_name: String,
     pub content: Vec<TextContent>,
-    #[serde(skip_serializing_if = "Value::is_null")]
-    pub details: Value,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub details: Option<Arc<CardDetails>>,
     #[serde(rename = "isError")]
     pub is_error: bool,
     /// Unix ms.
@@ -255,7 +257,7 @@ mod tests {
             tool_call_id: "t1".into(),
             tool_name: "bash".into(),
             content: vec![TextContent::new("out")],
-            details: Value::Null,
+            details: None,
             is_error: true,
             timestamp: 9,
         };

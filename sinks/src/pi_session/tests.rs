@@ -155,11 +155,11 @@ fn writes_pi_v3_entries_exactly() {
             usage = usage
         ),
         format!(
-            r#"{{"type":"message","id":"{}","parentId":"{}","timestamp":"2026-11-10T08:40:00.010Z","message":{{"role":"toolResult","toolCallId":"{c1}","toolName":"bash","content":[{{"type":"text","text":"ok"}}],"details":{{"variant":"native"}},"isError":false,"timestamp":1794300000010}}}}"#,
+            r#"{{"type":"message","id":"{}","parentId":"{}","timestamp":"2026-11-10T08:40:00.010Z","message":{{"role":"toolResult","toolCallId":"{c1}","toolName":"bash","content":[{{"type":"text","text":"ok"}}],"details":{{"sourceToolName":"shell","status":"success","summary":"","title":"Cursor shell","variant":"native"}},"isError":false,"timestamp":1794300000010}}}}"#,
             id[3], id[2]
         ),
         format!(
-            r#"{{"type":"message","id":"{}","parentId":"{}","timestamp":"2026-11-10T08:40:00.010Z","message":{{"role":"toolResult","toolCallId":"{c2}","toolName":"read","content":[{{"type":"text","text":"fn main"}}],"details":{{"variant":"native"}},"isError":true,"timestamp":1794300000010}}}}"#,
+            r#"{{"type":"message","id":"{}","parentId":"{}","timestamp":"2026-11-10T08:40:00.010Z","message":{{"role":"toolResult","toolCallId":"{c2}","toolName":"read","content":[{{"type":"text","text":"fn main"}}],"details":{{"sourceToolName":"shell","status":"failure","summary":null,"title":"Cursor shell","variant":"native"}},"isError":true,"timestamp":1794300000010}}}}"#,
             id[4], id[3]
         ),
         format!(

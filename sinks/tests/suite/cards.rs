@@ -44,7 +44,7 @@ fn card(content: &str) -> Card {
         preview_hidden: 0,
         diff: Vec::new(),
         diff_hidden: 0,
-        details: json!({}),
+        details: Default::default(),
         is_error: false,
         started_ms: None,
         incomplete: None,

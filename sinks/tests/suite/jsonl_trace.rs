@@ -9,8 +9,8 @@ use std::sync::Arc;
 use serde_json::{json, Map, Value};
 use toolstream_schemas::ids::{call_ref, hash8};
 use toolstream_schemas::{
-    Card, Cost, DiagFields, IncompleteCall, IncompleteReason, LineKind, Output, OutputEvent, RunId, RunStatus,
-    RunTotals, ShellStream, StopReason, StyledLine, TokenUsage, Tool, ToolKind, Usage,
+    Card, CardDetails, Cost, DiagFields, IncompleteCall, IncompleteReason, LineKind, Output, OutputEvent, RunId,
+    RunStatus, RunTotals, ShellStream, StopReason, StyledLine, TokenUsage, Tool, ToolKind, Usage,
 };
 use toolstream_sinks::jsonl_trace::{JsonlTraceSink, DEFAULT_LIMIT_BYTES, MAX_STRING_CHARS};
 use toolstream_sinks::{Sink, SinkError};
@@ -48,7 +48,11 @@ fn card(call_id: &str, is_error: bool) -> Card {
         preview_hidden: 0,
         diff: vec![StyledLine { kind: LineKind::Added, text: SECRET.into() }],
         diff_hidden: 0,
-        details: json!({"toolCallId": call_id, "body": SECRET}),
+        details: Arc::new(CardDetails {
+            header: Some(call_id.into()),
+            content: Some(SECRET.into()),
+            ..CardDetails::default()
+        }),
         is_error,
         started_ms: Some(1_000),
         incomplete: None,

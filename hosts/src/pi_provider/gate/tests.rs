@@ -60,7 +60,7 @@ fn tool_use_message(ids: &[&str]) -> Vec<Outgoing> {
             tool_call_id: (*id).into(),
             tool_name: "bash".into(),
             content: vec![TextContent::new("ok")],
-            details: Value::Null,
+            details: None,
             is_error: false,
             timestamp: 1,
         })

@@ -199,7 +199,7 @@ fn bench_cards(c: &mut Criterion) {
     let mut g = c.benchmark_group("card building");
     g.throughput(Throughput::Elements(1));
     for (name, ev) in &calls {
-        g.bench_function(*name, |b| b.iter(|| black_box(build_card(&ctx, black_box(ev)))));
+        g.bench_function(*name, |b| b.iter(|| black_box(build_card(ctx.clone(), black_box(ev)))));
     }
     g.finish();
 }

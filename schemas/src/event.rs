@@ -576,9 +576,9 @@ pub struct Card {
     pub replay_id: String,
     pub source_tool: Tool,
     /// The pi tool the card renders as: `bash`, `read`, …, or `cursor`.
-    pub pi_tool: String,
+    pub pi_tool: Cow<'static, str>,
     /// Neutral title, e.g. `Cursor shell`.
-    pub title: String,
+    pub title: Cow<'static, str>,
     /// One-line summary: the command, the path, the query, …
     pub summary: String,
     /// The card's title line for terminals: `$ npm test`, `read src/a.rs`, `Cursor MCP search`.
@@ -653,15 +653,21 @@ pub struct CardDetails {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub path: Option<String>,
     /// The recorded tool's name (`shell`, `webSearch`, an MCP tool's …).
-    pub source_tool_name: String,
-    /// The result's arm as recorded (`success`, `failure`, `rejected`, …), or none.
-    pub status: Option<String>,
+    pub source_tool_name: Cow<'static, str>,
+    /// The result's arm (`success`, `failure`, `rejected`, …), or none.
+    #[serde(serialize_with = "status_name")]
+    pub status: Option<ResultStatus>,
     /// The card's summary; none for an error.
     pub summary: Option<String>,
     /// The neutral title (`Cursor shell`).
-    pub title: String,
+    pub title: Cow<'static, str>,
     /// How pi draws it: `native`, `activity`, `genericFallback`, ….
     pub variant: &'static str,
+}
+
+/// A result arm as its name (`null` for none).
+fn status_name<S: serde::Serializer>(status: &Option<ResultStatus>, s: S) -> Result<S::Ok, S::Error> {
+    Serialize::serialize(&status.as_ref().map(ResultStatus::as_str), s)
 }
 
 /// How a display line is styled.

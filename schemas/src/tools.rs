@@ -326,6 +326,14 @@ impl Tool {
         }
     }
 
+    /// [`Tool::name`], owned only for an unknown tool (a known tool's name is static).
+    pub fn name_cow(&self) -> Cow<'static, str> {
+        match self {
+            Tool::Known(k) => Cow::Borrowed(k.canonical()),
+            Tool::Unknown(n) => Cow::Owned(n.to_string()),
+        }
+    }
+
     /// Neutral title: the registry title, or `Cursor <name>` for unknown tools.
     pub fn title(&self) -> Cow<'static, str> {
         match self {

@@ -10,7 +10,8 @@ use toolstream_schemas::cursor_cli::tool_models::ResultModel;
 use toolstream_schemas::cursor_exec::to_openai::OpenAiToolCall;
 use toolstream_schemas::pi_contract::NEUTRAL_REPLAY_TOOL;
 use toolstream_schemas::{
-    CallArgs, CallRef, Card, CardDetails, IncompleteCall, LineKind, StyledLine, Tool, ToolEvent, ToolKind, ToolResult,
+    CallArgs, CallRef, Card, CardDetails, IncompleteCall, LineKind, ResultStatus, StyledLine, Tool, ToolEvent,
+    ToolKind, ToolResult,
 };
 
 use super::bodies::{
@@ -36,7 +37,7 @@ pub struct Compaction {
 }
 
 /// What a card needs besides the call itself.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct CardContext<'a> {
     pub scrubber: &'a Scrubber,
     /// The run's working directory: paths inside it are shown relative.
@@ -54,7 +55,7 @@ pub struct CardContext<'a> {
 const MAX_ARG_CHARS: usize = 24_000;
 
 /// Build the card of a completed call.
-pub fn build_card(ctx: &CardContext<'_>, ev: &ToolEvent) -> Card {
+pub fn build_card(mut ctx: CardContext<'_>, ev: &ToolEvent) -> Card {
     // The args and the result were each read once (the args' fields maybe by an earlier stage);
     // every part of the card reads those. The card of a known tool reads a few fields of the
     // args; an unknown tool's lists them all (from their tree).
@@ -64,7 +65,9 @@ pub fn build_card(ctx: &CardContext<'_>, ev: &ToolEvent) -> Card {
         r.tree();
     }
     let rctx = RenderCtx { cwd: ctx.cwd };
-    let status = ev.result.as_ref().map(|r| r.status.as_str().to_owned());
+    let status = ev.result.as_ref().map(|r| r.status.clone());
+    let replay_id = std::mem::take(&mut ctx.replay_id);
+    let ctx = &ctx;
     let rendered = match (ev.tool.kind(), ev.payload_kind()) {
         (Some(kind), Some(payload_kind)) => {
             // MCP calls reclassified as web search/fetch keep MCP-shaped payloads.
@@ -81,7 +84,7 @@ pub fn build_card(ctx: &CardContext<'_>, ev: &ToolEvent) -> Card {
         }
         _ => render_unknown(ev.tool.name(), args.and_then(CallArgs::tree), ev.result.as_ref()),
     };
-    let mut card = assemble(ctx, &ev.tool, rendered, args, status, ev.call.call_ref.clone());
+    let mut card = assemble(ctx, replay_id, &ev.tool, rendered, args, status, ev.call.call_ref.clone());
     card.started_ms = ev.started_at_ms;
     card.completed_ms = ev.completed_at_ms;
     // An exec call (SPEC §1.4) carries the OpenAI tool call it maps to, for the OpenAI sink.
@@ -106,7 +109,9 @@ fn recorded(ctx: &CardContext<'_>, mut v: Value) -> Value {
 }
 
 /// The visible error card of a call that never completed (SPEC §5.3).
-pub fn incomplete_card(ctx: &CardContext<'_>, rec: &IncompleteCall, args: Option<&CallArgs>) -> Card {
+pub fn incomplete_card(mut ctx: CardContext<'_>, rec: &IncompleteCall, args: Option<&CallArgs>) -> Card {
+    let replay_id = std::mem::take(&mut ctx.replay_id);
+    let ctx = &ctx;
     let summary = match (rec.source_tool.kind(), args.and_then(CardArgs::of)) {
         (Some(kind), Some(a)) => summary_from_args(&RenderCtx { cwd: ctx.cwd }, kind, &a),
         _ => String::new(),
@@ -122,7 +127,7 @@ pub fn incomplete_card(ctx: &CardContext<'_>, rec: &IncompleteCall, args: Option
     };
     let recorded_args =
         if ctx.keep_recorded { args.and_then(CallArgs::tree).map(|v| recorded(ctx, v.clone())) } else { None };
-    let mut card = assemble(ctx, &rec.source_tool, rendered, args, None, rec.call.clone());
+    let mut card = assemble(ctx, replay_id, &rec.source_tool, rendered, args, None, rec.call.clone());
     card.headline = format!("{} did not complete: {reason}", card.headline);
     // The title line says it all; the body (for pi) repeats it.
     card.preview.clear();
@@ -156,14 +161,15 @@ fn web_query_from_mcp(args: &CallArgs) -> Option<String> {
 
 fn assemble(
     ctx: &CardContext<'_>,
+    replay_id: String,
     tool: &Tool,
     r: Rendered,
     args: Option<&CallArgs>,
-    status: Option<String>,
+    status: Option<ResultStatus>,
     call: CallRef,
 ) -> Card {
     let sc = ctx.scrubber;
-    let title = tool.title().into_owned();
+    let title = tool.title();
     let summary = display_line(&sc.scrub(&r.summary), DISPLAY_LINE_CHARS);
     let headline = match (tool.kind(), r.diff_stats) {
         (Some(ToolKind::Shell), _) => ["$ ", &summary].concat(),
@@ -172,8 +178,8 @@ fn assemble(
             format!("edit {summary} added {added} {}, removed {removed} {}", lines(added), lines(removed))
         }
         (Some(ToolKind::Edit), None) => ["edit ", &summary].concat(),
-        _ if summary.is_empty() => title.clone(),
-        _ => [title.as_str(), " ", &summary].concat(),
+        _ if summary.is_empty() => title.clone().into_owned(),
+        _ => [&*title, " ", &summary].concat(),
     };
     // An edit's body is its diff: scrubbed and bounded once for both.
     let scrubbed_diff = r.diff.as_deref().map(|d| sc.scrub(d));
@@ -251,7 +257,7 @@ fn assemble(
     };
     let details = CardDetails {
         variant,
-        source_tool_name: tool.name().to_owned(),
+        source_tool_name: tool.name_cow(),
         title: title.clone(),
         summary: (!r.is_error).then(|| summary.clone()),
         status,
@@ -280,9 +286,9 @@ fn assemble(
     Card {
         turn: ctx.turn,
         call,
-        replay_id: ctx.replay_id.clone(),
+        replay_id,
         source_tool: tool.clone(),
-        pi_tool: pi_tool.to_owned(),
+        pi_tool: pi_tool.into(),
         title,
         summary,
         headline,
@@ -488,7 +494,7 @@ mod tests {
     fn failed_shell_is_an_error_card_with_exit_code() {
         let sc = Scrubber::default();
         let c = build_card(
-            &ctx(&sc),
+            ctx(&sc),
             &ev(
                 "shellToolCall",
                 Some(r#"{"command":"false"}"#),
@@ -506,7 +512,7 @@ mod tests {
     fn a_generated_image_shows_its_saved_path_and_names_it_for_pi() {
         let sc = Scrubber::default();
         let c = build_card(
-            &ctx(&sc),
+            ctx(&sc),
             &ev(
                 "generateImageToolCall",
                 Some(r#"{"description":"a red square","filePath":"/w/assets/square.png"}"#),
@@ -524,7 +530,7 @@ mod tests {
     fn rejected_shell_shows_reason_from_result_without_args() {
         let sc = Scrubber::default();
         let c = build_card(
-            &ctx(&sc),
+            ctx(&sc),
             &ev(
                 "shellToolCall",
                 None,
@@ -541,7 +547,7 @@ mod tests {
     fn edit_with_stream_content_is_a_neutral_card_with_numbered_diff() {
         let sc = Scrubber::default();
         let c = build_card(
-            &ctx(&sc),
+            ctx(&sc),
             &ev(
                 "editToolCall",
                 Some(r#"{"path":"/w/note.txt","streamContent":"hi"}"#),
@@ -559,7 +565,7 @@ mod tests {
     fn secrets_never_reach_the_card() {
         let sc = Scrubber::new(Some("sk-live-123".into()));
         let c = build_card(
-            &ctx(&sc),
+            ctx(&sc),
             &ev(
                 "shellToolCall",
                 Some(r#"{"command":"curl -H 'Authorization: Bearer abc.def' https://u:p@h/x?k=sk-live-123"}"#),
@@ -577,7 +583,7 @@ mod tests {
     fn unknown_tools_get_a_bounded_generic_card() {
         let sc = Scrubber::default();
         let c = build_card(
-            &ctx(&sc),
+            ctx(&sc),
             &ev("getMcpToolsToolCall", Some(r#"{"pattern":"x"}"#), "success", r#"{"content":"list"}"#),
         );
         assert_eq!(c.title, "Cursor getMcpTools");
@@ -596,7 +602,7 @@ mod tests {
             r#"{"content":[{"text":{"text":"results"}}]}"#,
         );
         e.tool = e.tool.reclassified_for_mcp(Some("WebSearch"));
-        let c = build_card(&ctx(&sc), &e);
+        let c = build_card(ctx(&sc), &e);
         assert_eq!(c.headline, "Cursor web search rust actors");
         assert!(c.preview.is_empty());
         assert_eq!(c.content, "results");

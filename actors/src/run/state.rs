@@ -490,7 +490,7 @@ impl Run {
             self.batch = Batch::Settling { until: self.now + cfg.batch_settle_ms, usage_seen: false };
         }
         self.cards += 1;
-        let card = build_card(&self.card_context(cfg), &t);
+        let card = build_card(self.card_context(cfg), &t);
         self.totals.cards += 1;
         if card.is_error {
             self.totals.error_cards += 1;
@@ -541,7 +541,7 @@ impl Run {
                         self.batch = Batch::Settling { until: self.now, usage_seen: true };
                     }
                     self.cards += 1;
-                    let card = incomplete_card(&self.card_context(cfg), &rec, call.args.as_deref());
+                    let card = incomplete_card(self.card_context(cfg), &rec, call.args.as_deref());
                     self.emit(out, Output::IncompleteCall(Box::new(rec)));
                     self.emit(out, Output::Card(Box::new(card)));
                 }

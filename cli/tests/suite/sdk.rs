@@ -37,7 +37,7 @@ fn sdk_events_have_the_right_shape() {
     let cards: Vec<(String, String, bool)> = events
         .iter()
         .filter_map(|e| match &e.kind {
-            Output::Card(c) => Some((c.source_tool.name().to_owned(), c.pi_tool.clone(), c.is_error)),
+            Output::Card(c) => Some((c.source_tool.name().to_owned(), c.pi_tool.to_string(), c.is_error)),
             _ => None,
         })
         .collect();

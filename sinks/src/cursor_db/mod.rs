@@ -603,11 +603,8 @@ fn tool_former(run: &RunId, state: &RunState, tool: &Tool, call_id: &str, card: 
     if incomplete {
         return tf;
     }
-    let arm = card
-        .details
-        .status
-        .as_deref()
-        .map_or(if card.is_error { ResultStatus::Error } else { ResultStatus::Success }, ResultStatus::from_key);
+    let arm =
+        card.details.status.clone().unwrap_or(if card.is_error { ResultStatus::Error } else { ResultStatus::Success });
     let (st, decision) = bubble_status(&arm, card.is_error);
     if let Some(o) = tf.as_object_mut() {
         o.insert("status".into(), st.into());

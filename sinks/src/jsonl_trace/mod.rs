@@ -481,8 +481,8 @@ fn card_fields(card: &Card) -> Fields<'_> {
     vec![
         f("callIdHash", card.call.hash.as_str().into()),
         f("toolName", card.source_tool.name().into()),
-        f("piTool", card.pi_tool.as_str().into()),
-        f("title", card.title.as_str().into()),
+        f("piTool", (*card.pi_tool).into()),
+        f("title", (*card.title).into()),
         f("summary", card.summary.as_str().into()),
         f("isError", card.is_error.into()),
         f("replayId", card.replay_id.as_str().into()),

@@ -138,7 +138,7 @@ fn client_call(card: &Card) -> Option<OpenAiToolCall> {
 
 /// One line of Cursor's own tool activity.
 fn activity_line(card: &Card) -> String {
-    let headline = if card.headline.is_empty() { &card.title } else { &card.headline };
+    let headline: &str = if card.headline.is_empty() { &card.title } else { &card.headline };
     format!("{headline}{}\n", if card.is_error { " (error)" } else { "" })
 }
 

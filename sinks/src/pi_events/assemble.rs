@@ -138,10 +138,11 @@ fn message_bytes(m: &AssistantMessage) -> usize {
 fn details_bytes(d: &CardDetails) -> usize {
     let opt = |s: &Option<String>| s.as_ref().map_or(0, String::len);
     std::mem::size_of::<CardDetails>()
-        + [&d.content, &d.diff, &d.header, &d.image_path, &d.path, &d.status, &d.summary].map(opt).iter().sum::<usize>()
+        + [&d.content, &d.diff, &d.header, &d.image_path, &d.path, &d.summary].map(opt).iter().sum::<usize>()
         + d.openai_tool_call.as_ref().map_or(0, json_bytes)
         + d.source_tool_name.len()
         + d.title.len()
+        + d.status.as_ref().map_or(0, |s| s.as_str().len())
 }
 
 fn json_bytes(v: &Value) -> usize {
@@ -380,7 +381,9 @@ impl RunState {
         b.close_block(streaming, out);
         let call = match neutral {
             Some(args) => ToolCall { id: card.replay_id.clone(), name: NEUTRAL_TOOL.to_owned(), arguments: args },
-            None => ToolCall { id: card.replay_id.clone(), name: card.pi_tool.clone(), arguments: object(&card.args) },
+            None => {
+                ToolCall { id: card.replay_id.clone(), name: card.pi_tool.to_string(), arguments: object(&card.args) }
+            }
         };
         let index = b.message.content.len();
         let tool_name = call.name.clone();

@@ -58,7 +58,7 @@ impl ToolDisplay {
 /// A card as a thinking trace: `<title> <summary>`, then the (scrubbed, bounded) text pi's model
 /// would have read as its result, ending with a blank line.
 pub fn trace_text(card: &Card) -> String {
-    let mut head = card.title.clone();
+    let mut head = card.title.to_string();
     let summary = card.summary.trim();
     if !summary.is_empty() {
         head.push(' ');

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use serde_json::{json, Value};
 use toolstream_schemas::ids::call_ref;
 use toolstream_schemas::{
-    Card, CardDetails, Cost, Output, OutputEvent, RunId, RunStatus, ShellStream, StopReason, Tool, Usage,
+    Card, CardDetails, Cost, Output, OutputEvent, ResultStatus, RunId, RunStatus, ShellStream, StopReason, Tool, Usage,
 };
 
 pub fn run(session: &str, seq: u32) -> Arc<RunId> {
@@ -68,7 +68,7 @@ pub fn card(label: &str, k: u32, pi_tool: &str, args: Value, content: &str, is_e
         call: call_ref(&format!("call-{k}")),
         replay_id: format!("cursor-replay-{label}-tool-{k}"),
         source_tool: Tool::from_name("shell"),
-        pi_tool: pi_tool.into(),
+        pi_tool: pi_tool.to_owned().into(),
         title: "Cursor shell".into(),
         summary: String::new(),
         headline: String::new(),
@@ -82,7 +82,7 @@ pub fn card(label: &str, k: u32, pi_tool: &str, args: Value, content: &str, is_e
         details: Arc::new(CardDetails {
             source_tool_name: "shell".into(),
             title: "Cursor shell".into(),
-            status: Some(if is_error { "failure" } else { "success" }.into()),
+            status: Some(if is_error { ResultStatus::Failure } else { ResultStatus::Success }),
             summary: (!is_error).then(String::new),
             variant: "native",
             ..CardDetails::default()

@@ -14,7 +14,7 @@ use crossbeam_channel::{bounded, Sender};
 use serde::Serialize;
 use toolstream_actors::item::Item;
 use toolstream_actors::shard::ShardConfig;
-use toolstream_schemas::{DiagFields, Output, OutputEvent, RunId};
+use toolstream_schemas::{DiagFields, Input, Output, OutputEvent, RunId};
 use toolstream_sinks::Sink;
 
 use crate::clock::{ClockMode, EventTime, Extrapolator, Pacer};
@@ -494,8 +494,13 @@ impl Pipeline {
                 }
             }
         }
-        if let toolstream_schemas::Input::RunEnded(_) = ev.kind {
-            feed.time.forget(&ev.session);
+        match &ev.kind {
+            Input::RunEnded(_) => feed.time.forget(&ev.session),
+            // Read on this thread: the shard's is the busier one.
+            Input::ToolStarted(t) | Input::ToolPartial(t) | Input::ToolCompleted(t) => {
+                t.read_payloads(self.opts.shard.keep_recorded)
+            }
+            _ => {}
         }
         self.stats.input_events += 1;
         let k = shard_of(self.nested.route(&ev), self.shards.len());

@@ -277,6 +277,36 @@ impl ToolEvent {
         Some(if self.wire_name.starts_with("mcp") && kind != ToolKind::Mcp { ToolKind::Mcp } else { kind })
     }
 
+    /// Read now, on the calling thread, what the stages read of the payloads: the args' fields
+    /// and the result as its tool's model — or, for a tool no model knows, both as trees (its
+    /// card lists them). With `trees` (a sink keeps the recorded call), the result's tree is read
+    /// first, as the card reads it then. The reading thread calls this before it hands the event
+    /// to its shard: each payload is still read once, but off the shard's thread, the busier of
+    /// the two.
+    pub fn read_payloads(&self, trees: bool) {
+        match self.payload_kind() {
+            Some(kind) => {
+                if let Some(args) = &self.args {
+                    args.fields();
+                }
+                if let Some(result) = &self.result {
+                    if trees {
+                        result.tree();
+                    }
+                    result.model(kind);
+                }
+            }
+            None => {
+                if let Some(args) = &self.args {
+                    args.tree();
+                }
+                if let Some(result) = &self.result {
+                    result.tree();
+                }
+            }
+        }
+    }
+
     /// A tool event from JSON texts: `args`, and the inner object of the result with its status
     /// (for builders of synthetic streams, benches and tests). The wire name is the tool's CLI key.
     pub fn from_json(

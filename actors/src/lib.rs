@@ -4,7 +4,6 @@
 //! presentation (titles, summaries, bodies, scrubbing, bounds) as pure functions.
 
 pub mod bridge;
-mod by_arc;
 pub mod compact;
 pub mod intake;
 pub mod item;

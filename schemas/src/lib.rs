@@ -3,6 +3,7 @@
 //! Serde models only: no I/O, no runtime.
 
 pub mod arg_fields;
+pub mod by_arc;
 pub mod cursor_bubble;
 pub mod cursor_cli;
 pub mod cursor_exec;

@@ -16,9 +16,9 @@ use std::sync::Arc;
 use toolstream_schemas::ids::call_ref;
 use toolstream_schemas::{DiagFields, Input, InputEvent, ToolEvent};
 
-use crate::by_arc::ByArc;
 use crate::item::Item;
 use calls::{CallTable, Completion, Start};
+use toolstream_schemas::by_arc::ByArc;
 
 /// The intake stage's state: one call table per open run (per session).
 #[derive(Debug, Default)]

@@ -13,10 +13,10 @@ mod args;
 
 use args::LabelArgs;
 
-use crate::by_arc::ByArc;
 use crate::item::{Item, Line};
 use crate::present::bounds::{display_line, DISPLAY_LINE_CHARS};
 use crate::present::scrub::Scrubber;
+use toolstream_schemas::by_arc::ByArc;
 
 /// Default defer window (ms of event time).
 pub const DEFAULT_DEFER_MS: u64 = 75;

@@ -15,11 +15,11 @@ use std::sync::Arc;
 
 use toolstream_schemas::{DiagFields, Input, InputEvent, Output, OutputEvent, RunEnd, RunId, RunStatus};
 
-use crate::by_arc::ByArc;
 use crate::item::{Item, RunOutput};
 use crate::present::card::Compaction;
 use crate::present::scrub::Scrubber;
 use state::{CloseCause, Run};
+use toolstream_schemas::by_arc::ByArc;
 
 /// Default batch settle window (ms of event time).
 pub const DEFAULT_BATCH_SETTLE_MS: u64 = 75;

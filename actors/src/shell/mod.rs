@@ -9,10 +9,10 @@ use std::sync::Arc;
 use toolstream_schemas::cursor_cli::tool_models::{ResultModel, ToolSuccess};
 use toolstream_schemas::{CallRef, DiagFields, Input, InputEvent, ShellStream, Tool, ToolEvent, ToolKind};
 
-use crate::by_arc::ByArc;
 use crate::item::{Item, Line};
 use crate::present::bounds::display_line;
 use crate::present::scrub::{settled, Scrubber};
+use toolstream_schemas::by_arc::ByArc;
 
 /// Progress lines per call.
 pub const PROGRESS_LINES: u8 = 3;

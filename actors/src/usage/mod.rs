@@ -10,9 +10,9 @@ use std::sync::Arc;
 use toolstream_schemas::models::{ModelLimits, ModelTable};
 use toolstream_schemas::{DiagFields, Output, OutputEvent, RunId, StopReason, TokenUsage, Usage};
 
-use crate::by_arc::ByArc;
 use crate::item::RunOutput;
 use crate::present::bounds::estimate_tokens;
+use toolstream_schemas::by_arc::ByArc;
 
 /// Limits a turn's SDK usage must respect to be believed: those of the run's model (SPEC §6c),
 /// from the table of known Cursor models (`schemas/models.json`). Override an entry with

@@ -13,10 +13,10 @@ use std::io::{self, BufWriter, Write};
 use std::path::Path;
 use std::sync::Arc;
 
-use rustc_hash::FxHashMap as HashMap;
 use serde::ser::SerializeMap;
 use serde::{Serialize, Serializer};
 use serde_json::{Map, Value};
+use toolstream_schemas::by_arc::ByArc;
 use toolstream_schemas::ids::hash8;
 use toolstream_schemas::{
     Card, DiagFields, IncompleteCall, Output, OutputEvent, RunId, RunStatus, RunTotals, StopReason, Usage,
@@ -158,9 +158,9 @@ pub struct JsonlTraceSink<W: Write + Send> {
     written: u64,
     truncated: bool,
     suppressed: u64,
-    runs: HashMap<Arc<RunId>, RunCounters>,
+    runs: ByArc<RunId, RunCounters>,
     /// Each open run's label, hashed once (not per line).
-    labels: HashMap<Arc<RunId>, String>,
+    labels: ByArc<RunId, String>,
     /// The current batch's lines, written to `out` in one call.
     pending: Vec<u8>,
     /// Lines waiting for their event time.
@@ -195,8 +195,8 @@ impl<W: Write + Send> JsonlTraceSink<W> {
             written: 0,
             truncated: false,
             suppressed: 0,
-            runs: HashMap::default(),
-            labels: HashMap::default(),
+            runs: ByArc::default(),
+            labels: ByArc::default(),
             pending: Vec::new(),
             untimed: untimed::Untimed::default(),
             scratch: Vec::new(),
@@ -240,13 +240,10 @@ impl<W: Write + Send> JsonlTraceSink<W> {
         // Every event tells its run's time, lines or not (a text delta may be the first to).
         self.untimed.learn(ev);
         if let Some((phase, fields)) = self.map_event(ev) {
-            if !self.labels.contains_key(&ev.run) {
-                if self.labels.len() >= MAX_LABELS {
-                    self.labels.clear();
-                }
-                self.labels.insert(ev.run.clone(), run_label(&ev.run));
+            if self.labels.len() >= MAX_LABELS && !self.labels.contains_key(&ev.run) {
+                self.labels.clear();
             }
-            let label = self.labels.get(&ev.run).map_or("", String::as_str);
+            let label = self.labels.state_of(&ev.run, || run_label(&ev.run)).as_str();
             if ev.at_ms != 0 && self.untimed.is_empty() {
                 // Encoded straight into the batch, taken back if it does not fit.
                 let start = self.pending.len();
@@ -338,13 +335,7 @@ impl<W: Write + Send> JsonlTraceSink<W> {
     /// Count on the counters of `run`, looked up by reference: its `Arc` is cloned only for a run
     /// first counted here (deltas are most of the events).
     fn count(&mut self, run: &Arc<RunId>, add: impl FnOnce(&mut RunCounters)) {
-        if let Some(counters) = self.runs.get_mut(run) {
-            add(counters);
-            return;
-        }
-        let mut counters = RunCounters::default();
-        add(&mut counters);
-        self.runs.insert(run.clone(), counters);
+        add(self.runs.state_of(run, RunCounters::default));
     }
 
     /// The phase and fields of `ev`'s line, or `None` for events only counted.

@@ -20,13 +20,12 @@
 
 use std::sync::Arc;
 
-use rustc_hash::FxHashMap as HashMap;
-
 use super::display::{neutral_args, trace_text, Shown, ToolDisplay, NEUTRAL_TOOL};
 use super::wire::{
     stop_reason_name, AssistantMessage, ContentBlock, PiUsage, TextContent, ToolCall, ToolResultMessage, UNKNOWN_MODEL,
 };
 use serde_json::Value;
+use toolstream_schemas::by_arc::ByArc;
 use toolstream_schemas::{
     Card, CardDetails, Output, OutputEvent, RunId, RunStatus, StopReason, Usage, CANCELLED_MESSAGE,
 };
@@ -193,7 +192,7 @@ pub struct Assembler {
     /// The model id the client asked for (pi's model), put in `model` with Cursor's own name in
     /// `responseModel`; without it messages carry Cursor's name.
     requested_model: Option<String>,
-    runs: HashMap<Arc<RunId>, RunState>,
+    runs: ByArc<RunId, RunState>,
 }
 
 impl Assembler {
@@ -203,7 +202,7 @@ impl Assembler {
 
     /// An assembler that shows cards as `display` says.
     pub fn with_display(streaming: bool, display: ToolDisplay) -> Self {
-        Assembler { streaming, display, requested_model: None, runs: HashMap::default() }
+        Assembler { streaming, display, requested_model: None, runs: ByArc::default() }
     }
 
     /// Messages carry `model` (the id the client asked for), Cursor's name in `responseModel`.
@@ -242,10 +241,8 @@ impl Assembler {
                 None => (model.clone(), None),
             };
             let chat = Some(ev.run.session.to_string()).filter(|s| !s.is_empty());
-            self.runs.insert(
-                ev.run.clone(),
-                RunState { model: carried, response_model, chat, last_at: ev.at_ms, current: None },
-            );
+            self.runs
+                .insert(&ev.run, RunState { model: carried, response_model, chat, last_at: ev.at_ms, current: None });
             out.push(Step::RunOpened { cwd: cwd.clone(), model, prompt: prompt.clone(), at: ev.at_ms });
             return;
         }
@@ -253,17 +250,14 @@ impl Assembler {
             return;
         }
         // Looked up by reference: the run's `Arc` is cloned only for a run first seen here.
-        if !self.runs.contains_key(&ev.run) {
-            let state = RunState {
-                model: self.requested_model.clone().unwrap_or_else(|| UNKNOWN_MODEL.to_owned()),
-                response_model: None,
-                chat: Some(ev.run.session.to_string()).filter(|s| !s.is_empty()),
-                last_at: 0,
-                current: None,
-            };
-            self.runs.insert(ev.run.clone(), state);
-        }
-        let Some(run) = self.runs.get_mut(&ev.run) else { return };
+        let requested_model = &self.requested_model;
+        let run = self.runs.state_of(&ev.run, || RunState {
+            model: requested_model.clone().unwrap_or_else(|| UNKNOWN_MODEL.to_owned()),
+            response_model: None,
+            chat: Some(ev.run.session.to_string()).filter(|s| !s.is_empty()),
+            last_at: 0,
+            current: None,
+        });
         if ev.at_ms > 0 {
             run.last_at = ev.at_ms;
         }

@@ -1,8 +1,9 @@
-//! State kept per session (or per run), found by the address of the `Arc` each item carries:
+//! State kept per session (or per run), found by the address of the `Arc` each event carries:
 //! the reading thread interns a session's id and clones its `Arc` for every event it decodes (a
 //! run stage makes one `Arc` per run for all of its outputs), so the lines of that `Arc` move
 //! between the cores all the time. A lookup by address reads neither the id nor its count; only
 //! an `Arc` not seen yet (a new session, or the same id interned again) is looked up by the id.
+//! The stages keep their per-session and per-run state in it, and so do sinks that follow runs.
 
 use std::hash::Hash;
 use std::sync::Arc;
@@ -11,7 +12,7 @@ use rustc_hash::FxHashMap;
 
 /// Values by an `Arc`'d key (a session's id, a run's id), found by the key's address.
 #[derive(Debug)]
-pub(crate) struct ByArc<K: ?Sized, V> {
+pub struct ByArc<K: ?Sized, V> {
     /// The slot of each entry, by the address of the `Arc` it is kept under: one probe finds
     /// the entry of an item's own `Arc`.
     slot_at: FxHashMap<usize, usize>,
@@ -39,16 +40,16 @@ impl<K: ?Sized + Hash + Eq, V> ByArc<K, V> {
         }
     }
 
-    pub(crate) fn get(&self, key: &Arc<K>) -> Option<&V> {
+    pub fn get(&self, key: &Arc<K>) -> Option<&V> {
         self.slots.get(self.find(key)?)?.as_ref()
     }
 
-    pub(crate) fn get_mut(&mut self, key: &Arc<K>) -> Option<&mut V> {
+    pub fn get_mut(&mut self, key: &Arc<K>) -> Option<&mut V> {
         let i = self.find(key)?;
         self.slots.get_mut(i)?.as_mut()
     }
 
-    pub(crate) fn contains_key(&self, key: &Arc<K>) -> bool {
+    pub fn contains_key(&self, key: &Arc<K>) -> bool {
         self.find(key).is_some()
     }
 
@@ -68,7 +69,7 @@ impl<K: ?Sized + Hash + Eq, V> ByArc<K, V> {
     }
 
     /// The value of `key`, made by `make` when it has none.
-    pub(crate) fn state_of(&mut self, key: &Arc<K>, make: impl FnOnce() -> V) -> &mut V {
+    pub fn state_of(&mut self, key: &Arc<K>, make: impl FnOnce() -> V) -> &mut V {
         let i = self.slot(key);
         // `slot` returns an index of `slots`; an empty one is filled here.
         let slot = &mut self.slots[i];
@@ -76,35 +77,44 @@ impl<K: ?Sized + Hash + Eq, V> ByArc<K, V> {
     }
 
     /// Set the value of `key`.
-    pub(crate) fn insert(&mut self, key: &Arc<K>, value: V) {
+    pub fn insert(&mut self, key: &Arc<K>, value: V) {
         let i = self.slot(key);
         self.slots[i] = Some(value);
     }
 
     /// Take the value of `key` out.
-    pub(crate) fn remove(&mut self, key: &K) -> Option<V> {
+    pub fn remove(&mut self, key: &K) -> Option<V> {
         let (kept, i) = self.slot_of.remove_entry(key)?;
         self.slot_at.remove(&address(&kept));
         self.free.push(i);
         self.slots.get_mut(i)?.take()
     }
 
+    /// How many entries there are.
+    pub fn len(&self) -> usize {
+        self.slot_of.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.slot_of.is_empty()
+    }
+
     /// Every key, in no order.
-    pub(crate) fn keys(&self) -> impl Iterator<Item = &Arc<K>> {
+    pub fn keys(&self) -> impl Iterator<Item = &Arc<K>> {
         self.slot_of.keys()
     }
 
     /// Every entry, in no order.
-    pub(crate) fn iter(&self) -> impl Iterator<Item = (&Arc<K>, &V)> {
+    pub fn iter(&self) -> impl Iterator<Item = (&Arc<K>, &V)> {
         self.slot_of.iter().filter_map(|(k, &i)| Some((k, self.slots.get(i)?.as_ref()?)))
     }
 
     /// Every value, in no order.
-    pub(crate) fn values(&self) -> impl Iterator<Item = &V> {
+    pub fn values(&self) -> impl Iterator<Item = &V> {
         self.slots.iter().flatten()
     }
 
-    pub(crate) fn clear(&mut self) {
+    pub fn clear(&mut self) {
         self.slot_at.clear();
         self.slot_of.clear();
         self.slots.clear();

@@ -497,9 +497,8 @@ impl Pipeline {
         match &ev.kind {
             Input::RunEnded(_) => feed.time.forget(&ev.session),
             // Read on this thread: the shard's is the busier one.
-            Input::ToolStarted(t) | Input::ToolPartial(t) | Input::ToolCompleted(t) => {
-                t.read_payloads(self.opts.shard.keep_recorded)
-            }
+            Input::ToolStarted(t) => t.read_args(),
+            Input::ToolCompleted(t) => t.read_result(self.opts.shard.keep_recorded),
             _ => {}
         }
         self.stats.input_events += 1;

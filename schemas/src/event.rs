@@ -277,33 +277,34 @@ impl ToolEvent {
         Some(if self.wire_name.starts_with("mcp") && kind != ToolKind::Mcp { ToolKind::Mcp } else { kind })
     }
 
-    /// Read now, on the calling thread, what the stages read of the payloads: the args' fields
-    /// and the result as its tool's model — or, for a tool no model knows, both as trees (its
-    /// card lists them). With `trees` (a sink keeps the recorded call), the result's tree is read
-    /// first, as the card reads it then. The reading thread calls this before it hands the event
-    /// to its shard: each payload is still read once, but off the shard's thread, the busier of
-    /// the two.
-    pub fn read_payloads(&self, trees: bool) {
-        match self.payload_kind() {
-            Some(kind) => {
-                if let Some(args) = &self.args {
-                    args.fields();
-                }
-                if let Some(result) = &self.result {
-                    if trees {
-                        result.tree();
-                    }
-                    result.model(kind);
-                }
+    /// Read now, on the calling thread, what the stages will read of a call's args: their
+    /// fields, or (for a tool no model knows: its card lists them) their tree. For a call's
+    /// start: its completion shares these args when it carries the same text (the intake stage
+    /// gives it the start's), so the card reads what was read here. The reading thread calls
+    /// this before it hands the event to its shard: each payload is still read once, but off
+    /// the shard's thread, the busier of the two.
+    pub fn read_args(&self) {
+        match (&self.args, self.payload_kind()) {
+            (Some(args), Some(_)) => {
+                args.fields();
             }
-            None => {
-                if let Some(args) = &self.args {
-                    args.tree();
-                }
-                if let Some(result) = &self.result {
-                    result.tree();
-                }
+            (Some(args), None) => {
+                args.tree();
             }
+            (None, _) => {}
+        }
+    }
+
+    /// Like [`ToolEvent::read_args`], for a completion's result: read as its tool's model, or as
+    /// a tree for a tool no model knows. With `trees` (a sink keeps the recorded call), the tree
+    /// is read first, as the card reads it then.
+    pub fn read_result(&self, trees: bool) {
+        let Some(result) = &self.result else { return };
+        if trees || self.payload_kind().is_none() {
+            result.tree();
+        }
+        if let Some(kind) = self.payload_kind() {
+            result.model(kind);
         }
     }
 

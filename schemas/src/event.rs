@@ -353,8 +353,10 @@ pub struct ToolResult {
     stdout_from_deltas: Option<String>,
     /// `value` as a tree (read once, only for those who keep the recorded result).
     tree: OnceLock<Option<serde_json::Value>>,
-    /// `value` read as its tool's model (once, by the first stage that reads it).
-    model: OnceLock<ResultModel>,
+    /// `value` read as its tool's model (once, by the first stage that reads it). Boxed: a
+    /// model is most of a result's size, and only a completed call's result is ever read as one;
+    /// every tool event is allocated, moved and handed between threads without it.
+    model: OnceLock<Box<ResultModel>>,
 }
 
 impl ToolResult {
@@ -393,7 +395,7 @@ impl ToolResult {
             if let Some(stdout) = &self.stdout_from_deltas {
                 model.set_stdout(stdout);
             }
-            model
+            Box::new(model)
         })
     }
 

@@ -194,11 +194,12 @@ fn assemble(
     // Web activity stays a title line when collapsed; an error still shows why.
     let summary_only = r.summary_only && !r.is_error;
 
-    let (preview_lines, preview_hidden, diff, diff_hidden) = match scrubbed_diff.as_deref() {
-        Some(d) => {
-            let parsed = parse_unified(d);
+    // Parsed once: for the terminal's styled lines and for pi's numbered `details.diff`.
+    let parsed_diff = scrubbed_diff.as_deref().map(parse_unified);
+    let (preview_lines, preview_hidden, diff, diff_hidden) = match &parsed_diff {
+        Some(parsed) => {
             // The collapsed preview is the first lines of the expanded one.
-            let (expanded, e_more) = styled_diff(&parsed);
+            let (expanded, e_more) = styled_diff(parsed);
             let (preview_lines, preview_hidden) = if summary_only {
                 (Vec::new(), 0)
             } else {
@@ -263,8 +264,8 @@ fn assemble(
         status,
         // pi's diff renderer (its native edit card, and the replay `cursor` card) colours
         // `details.diff` in pi's own form: numbered `+N`/`-N`/` N` lines, no unified headers.
-        diff: scrubbed_diff.as_deref().map(|d| {
-            let numbered: Vec<String> = parse_unified(d).iter().map(format_diff_line).collect();
+        diff: parsed_diff.as_deref().map(|parsed| {
+            let numbered: Vec<String> = parsed.iter().map(format_diff_line).collect();
             bound_transcript(&numbered.join("\n")).into_owned()
         }),
         // The result text starts with it; the replay renderers show the rest.

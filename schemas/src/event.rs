@@ -787,3 +787,52 @@ pub struct RunTotals {
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub incomplete: bool,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A card's details are written field by field in name order, as the JSON object cards
+    /// carried before them was (traces and pi sessions keep their bytes); a result arm by its
+    /// name, an error's summary as `null`.
+    #[test]
+    fn card_details_are_written_in_name_order() {
+        let every = CardDetails {
+            content: Some("fn main() {}".into()),
+            diff: Some("+1 fn main() {}".into()),
+            header: Some("write src/main.rs".into()),
+            image_path: Some("out.png".into()),
+            openai_tool_call: Some(serde_json::json!({"id": "call_1", "name": "shell"})),
+            path: Some("src/main.rs".into()),
+            source_tool_name: "write".into(),
+            status: Some(ResultStatus::Other("partial".into())),
+            summary: None,
+            title: "Cursor write".into(),
+            variant: "native",
+        };
+        assert_eq!(
+            serde_json::to_string(&every).unwrap(),
+            concat!(
+                r#"{"content":"fn main() {}","diff":"+1 fn main() {}","header":"write src/main.rs","#,
+                r#""imagePath":"out.png","openaiToolCall":{"id":"call_1","name":"shell"},"#,
+                r#""path":"src/main.rs","sourceToolName":"write","status":"partial","summary":null,"#,
+                r#""title":"Cursor write","variant":"native"}"#
+            )
+        );
+        let fewest = CardDetails { source_tool_name: "shell".into(), status: Some(ResultStatus::Success), ..every };
+        let fewest = CardDetails {
+            content: None,
+            diff: None,
+            header: None,
+            image_path: None,
+            openai_tool_call: None,
+            path: None,
+            summary: Some("npm test".into()),
+            ..fewest
+        };
+        assert_eq!(
+            serde_json::to_string(&fewest).unwrap(),
+            r#"{"sourceToolName":"shell","status":"success","summary":"npm test","title":"Cursor write","variant":"native"}"#
+        );
+    }
+}

@@ -177,8 +177,9 @@ pub struct PiSessionSink {
     steps: Vec<Step>,
     /// Open runs, in the order they opened.
     open: Vec<RunLog>,
-    /// How many of them have no base time yet: while none, events skip the search for theirs.
-    unbased: usize,
+    /// Those of them with no base time yet (at most a few at a time): an event with a time looks
+    /// for its run among these only, and among none while there are none.
+    unbased: Vec<Arc<RunId>>,
     head: Option<SessionHead>,
     chain: Option<Chain>,
     /// The header and the entries of the runs already closed, in close order.
@@ -215,7 +216,7 @@ impl PiSessionSink {
             asm: Assembler::new(false),
             steps: Vec::new(),
             open: Vec::new(),
-            unbased: 0,
+            unbased: Vec::new(),
             head: None,
             chain: None,
             spool: None,
@@ -243,7 +244,9 @@ impl PiSessionSink {
     }
 
     fn open_run(&mut self, run: RunLog) {
-        self.unbased += usize::from(run.base == 0);
+        if run.base == 0 {
+            self.unbased.push(run.id.clone());
+        }
         self.open.push(run);
     }
 
@@ -286,11 +289,13 @@ impl PiSessionSink {
             }
         }
         self.steps = steps;
-        if ev.at_ms > 0 && self.unbased > 0 {
+        if ev.at_ms > 0 && !self.unbased.is_empty() {
             // Runs that have their base are passed over without comparing ids.
-            if let Some(r) = self.open.iter_mut().find(|r| r.base == 0 && r.id == ev.run) {
-                r.base = ev.at_ms;
-                self.unbased -= 1;
+            if let Some(k) = position_of_id(&self.unbased, &ev.run) {
+                self.unbased.swap_remove(k);
+                if let Some(i) = position_of(&self.open, &ev.run) {
+                    self.open[i].base = ev.at_ms;
+                }
             }
         }
         Ok(run_closed)
@@ -328,7 +333,11 @@ impl PiSessionSink {
     fn close_run(&mut self, i: usize) -> io::Result<()> {
         self.ensure_head();
         let run = self.open.remove(i);
-        self.unbased -= usize::from(run.base == 0);
+        if run.base == 0 {
+            if let Some(k) = position_of_id(&self.unbased, &run.id) {
+                self.unbased.swap_remove(k);
+            }
+        }
         // Rendered whole before it is written: a run's entries reach the spool together or not at
         // all. The buffer is kept for the next run (a run is kilobytes: a new one grew ten times),
         // unless one long run made it larger than runs usually need.
@@ -485,6 +494,11 @@ impl Sink for PiSessionSink {
 /// lookup compares no ids), then by value.
 fn position_of(open: &[RunLog], run: &Arc<RunId>) -> Option<usize> {
     open.iter().position(|r| Arc::ptr_eq(&r.id, run)).or_else(|| open.iter().position(|r| r.id == *run))
+}
+
+/// Where `run` is among `ids`: by its `Arc` first, then by value.
+fn position_of_id(ids: &[Arc<RunId>], run: &Arc<RunId>) -> Option<usize> {
+    ids.iter().position(|id| Arc::ptr_eq(id, run)).or_else(|| ids.iter().position(|id| id == run))
 }
 
 #[cfg(test)]

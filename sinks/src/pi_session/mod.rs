@@ -493,12 +493,17 @@ impl Sink for PiSessionSink {
 /// Where `run` is among the open runs: by its `Arc` first (a run's events share one, so the usual
 /// lookup compares no ids), then by value.
 fn position_of(open: &[RunLog], run: &Arc<RunId>) -> Option<usize> {
-    open.iter().position(|r| Arc::ptr_eq(&r.id, run)).or_else(|| open.iter().position(|r| r.id == *run))
+    position_by(open, |r| &r.id, run)
 }
 
-/// Where `run` is among `ids`: by its `Arc` first, then by value.
+/// Where `run` is among `ids`.
 fn position_of_id(ids: &[Arc<RunId>], run: &Arc<RunId>) -> Option<usize> {
-    ids.iter().position(|id| Arc::ptr_eq(id, run)).or_else(|| ids.iter().position(|id| id == run))
+    position_by(ids, |id| id, run)
+}
+
+/// Where `run` is among `items`, each naming a run by `id`: by its `Arc` first, then by value.
+fn position_by<T>(items: &[T], id: impl Fn(&T) -> &Arc<RunId>, run: &Arc<RunId>) -> Option<usize> {
+    items.iter().position(|x| Arc::ptr_eq(id(x), run)).or_else(|| items.iter().position(|x| id(x) == run))
 }
 
 #[cfg(test)]

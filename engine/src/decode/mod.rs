@@ -142,7 +142,7 @@ impl Decoder {
             )),
             Frame::Line { line_no, offset, bytes } => {
                 let pos = SourcePos { line: line_no, offset };
-                let text = std::str::from_utf8(bytes).map_err(|e| {
+                let text = simdutf8::compat::from_utf8(bytes).map_err(|e| {
                     self.error(line_no, offset, format!("invalid UTF-8 at byte {} of the line", e.valid_up_to()))
                 })?;
                 if text.trim().is_empty() {

@@ -4,10 +4,9 @@
 //! event, so a deferred line appears while Cursor is still waiting on a tool. `--realtime`
 //! paces a recording by its recorded times and ticks the same way.
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use rustc_hash::FxHashMap as HashMap;
+use toolstream_schemas::by_arc::ByArc;
 use toolstream_schemas::InputEvent;
 
 /// How the engine keeps time for a source.
@@ -34,7 +33,9 @@ impl ClockMode {
 /// session's clock cannot push another's timers out of reach. One per source.
 #[derive(Debug, Default)]
 pub struct EventTime {
-    last: HashMap<Arc<str>, u64>,
+    /// Each session's clock, found by the address of the session's `Arc` (one per session from
+    /// the decoder), as the stage cores find theirs.
+    last: ByArc<str, u64>,
     /// The latest event time seen in any session (decode-error records use it).
     latest: u64,
 }
@@ -50,7 +51,7 @@ impl EventTime {
             }
             None => {
                 if let Some(t) = ev.at_ms {
-                    self.last.insert(ev.session.clone(), t);
+                    self.last.insert(&ev.session, t);
                 }
                 ev.at_ms
             }
@@ -118,6 +119,7 @@ impl Pacer {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::Arc;
     use toolstream_schemas::{Input, SourcePos};
 
     fn ev(session: &str, at: Option<u64>) -> InputEvent {

@@ -116,7 +116,7 @@ impl<S: Stage> Handler<Batch<S::In>> for StageActor<S> {
     type Result = ResponseActFuture<Self, Result<Vec<S::In>, StageFailed>>;
 
     fn handle(&mut self, batch: Batch<S::In>, _: &mut Context<Self>) -> Self::Result {
-        let mut inputs = batch.0;
+        let Batch { items: mut inputs, seal } = batch;
         let taken = inputs.len();
         let mut out = std::mem::take(&mut self.spare);
         out.reserve(out_capacity(taken, self.last));
@@ -124,14 +124,17 @@ impl<S: Stage> Handler<Batch<S::In>> for StageActor<S> {
             self.core.push(input, &mut out);
         }
         self.last = (taken, out.len());
-        if out.is_empty() {
+        if out.is_empty() && seal.is_none() {
             self.spare = out;
             return Box::pin(fut::ready(Ok(inputs)));
         }
-        let next = self.next.clone();
-        // The next stage lives on the same System: an error means it is gone.
-        let sent = async move { next.send(Batch(out)).await.unwrap_or(Err(StageFailed)) };
-        Box::pin(fut::wrap_future::<_, Self>(sent).map(move |reply, act, _| {
+        // Sent here, not when the reply's future is first polled: with the next batch already on
+        // its way, the next stage must get the batches in the order they came, and the futures
+        // an actor spawns are polled in no set order. The next stage lives on the same System:
+        // an error means it is gone.
+        let sent = self.next.send(Batch { items: out, seal });
+        let reply = async move { sent.await.unwrap_or(Err(StageFailed)) };
+        Box::pin(fut::wrap_future::<_, Self>(reply).map(move |reply, act, _| {
             reply.map(|spare| {
                 act.spare = spare;
                 inputs
@@ -199,9 +202,9 @@ mod tests {
     impl Handler<Batch<u32>> for Count {
         type Result = Result<Vec<u32>, StageFailed>;
         fn handle(&mut self, mut batch: Batch<u32>, _: &mut Context<Self>) -> Self::Result {
-            self.0.fetch_add(batch.0.len(), Ordering::SeqCst);
-            batch.0.clear();
-            Ok(batch.0)
+            self.0.fetch_add(batch.items.len(), Ordering::SeqCst);
+            batch.items.clear();
+            Ok(batch.items)
         }
     }
 
@@ -228,14 +231,64 @@ mod tests {
             let end = Count(counted).start();
             let fragile = StageActor::new(Fragile, end.recipient()).start();
             let first = StageActor::new(Pass, fragile.recipient()).start();
-            assert_eq!(first.send(Batch(vec![1, 2, 3])).await.unwrap(), Ok(Vec::new()));
+            assert_eq!(first.send(Batch::new(vec![1, 2, 3])).await.unwrap(), Ok(Vec::new()));
             // Handled by every stage before the reply: no waiting needed.
             assert_eq!(seen.load(Ordering::SeqCst), 3);
             // The middle stage panics: the first stage's reply says so.
-            let failed = first.send(Batch(vec![13])).await;
+            let failed = first.send(Batch::new(vec![13])).await;
             assert!(matches!(failed, Ok(Err(StageFailed)) | Err(_)), "{failed:?}");
-            assert_eq!(first.send(Batch(vec![4])).await.unwrap(), Err(StageFailed));
+            assert_eq!(first.send(Batch::new(vec![4])).await.unwrap(), Err(StageFailed));
         });
+    }
+
+    /// Keeps even numbers only.
+    struct Evens;
+    impl Stage for Evens {
+        type In = u32;
+        type Out = u32;
+        fn push(&mut self, input: u32, out: &mut Vec<u32>) {
+            if input.is_multiple_of(2) {
+                out.push(input);
+            }
+        }
+    }
+
+    /// What the end of a chain got, in order: numbers, and seals as `1000 + seal`.
+    struct Record(Arc<std::sync::Mutex<Vec<u64>>>);
+    impl Actor for Record {
+        type Context = Context<Self>;
+    }
+    impl Handler<Batch<u32>> for Record {
+        type Result = Result<Vec<u32>, StageFailed>;
+        fn handle(&mut self, batch: Batch<u32>, _: &mut Context<Self>) -> Self::Result {
+            let mut got = self.0.lock().map_err(|_| StageFailed)?;
+            got.extend(batch.items.iter().map(|&n| u64::from(n)));
+            got.extend(batch.seal.map(|s| 1000 + s));
+            Ok(Vec::new())
+        }
+    }
+
+    #[test]
+    fn batches_sent_back_to_back_reach_the_end_in_order_each_seal_behind_its_outputs() {
+        let got = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let recorded = got.clone();
+        actix::System::new().block_on(async move {
+            let end = Record(recorded).start();
+            let evens = StageActor::new(Evens, end.recipient()).start();
+            let first = StageActor::new(Pass, evens.recipient()).start();
+            // Every batch is on its way before any is through: as the shard's pump sends them.
+            let sent: Vec<_> =
+                [(vec![1, 2], Some(1)), (vec![3], Some(2)), (vec![4, 6], None), (vec![5], None), (vec![8], Some(3))]
+                    .into_iter()
+                    .map(|(items, seal)| first.send(Batch { items, seal }))
+                    .collect();
+            for reply in sent {
+                assert!(reply.await.unwrap().is_ok());
+            }
+        });
+        // The second batch leaves nothing after `Evens`, and its seal still arrives; the
+        // unnumbered batches' outputs wait for the next seal.
+        assert_eq!(*got.lock().unwrap(), vec![2, 1001, 1002, 4, 6, 8, 1003]);
     }
 
     /// Records where each batch it gets lives, and hands back a buffer of its own (recorded too).
@@ -248,7 +301,7 @@ mod tests {
         fn handle(&mut self, batch: Batch<u32>, _: &mut Context<Self>) -> Self::Result {
             let handed: Vec<u32> = Vec::with_capacity(1000);
             let mut seen = self.0.lock().map_err(|_| StageFailed)?;
-            seen.push((batch.0.as_ptr() as usize, handed.as_ptr() as usize));
+            seen.push((batch.items.as_ptr() as usize, handed.as_ptr() as usize));
             Ok(handed)
         }
     }
@@ -264,10 +317,10 @@ mod tests {
             let input_at = input.as_ptr() as usize;
             input.extend([1, 2, 3]);
             // The reply hands back the batch's own buffer, emptied.
-            let back = first.send(Batch(input)).await.unwrap().unwrap();
+            let back = first.send(Batch::new(input)).await.unwrap().unwrap();
             assert_eq!((back.as_ptr() as usize, back.len(), back.capacity()), (input_at, 0, 64));
             for n in 0..3 {
-                first.send(Batch(vec![n; 3])).await.unwrap().unwrap();
+                first.send(Batch::new(vec![n; 3])).await.unwrap().unwrap();
             }
         });
         let seen = seen.lock().unwrap().clone();

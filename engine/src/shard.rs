@@ -1,8 +1,9 @@
 //! Shards: one actix System per OS thread running the stage actors, behind a bounded crossbeam
-//! channel (the shard's door). A pump thread takes batches from the door and awaits each batch's
-//! passage through every stage, so a fast reader is held back by a slow shard. The outputs of a
-//! numbered batch are sealed and handed to the sequencer, which releases them to the sinks in an
-//! order that depends on the input only.
+//! channel (the shard's door). A pump thread takes batches from the door and sends each on while
+//! the one before it is still on its way, then awaits that one's passage through every stage, so
+//! a fast reader is held back by a slow shard. A numbered batch's number travels through the
+//! stages behind its outputs; at the shard's end the outputs are sealed under it and handed to
+//! the sequencer, which releases them to the sinks in an order that depends on the input only.
 
 use std::thread::JoinHandle;
 
@@ -65,30 +66,23 @@ impl Actor for Fanout {
 impl Handler<Batch<OutputEvent>> for Fanout {
     type Result = Result<Vec<OutputEvent>, StageFailed>;
 
-    fn handle(&mut self, mut batch: Batch<OutputEvent>, _: &mut Context<Self>) -> Self::Result {
-        if self.buffer.is_empty() {
+    fn handle(&mut self, batch: Batch<OutputEvent>, _: &mut Context<Self>) -> Self::Result {
+        let Batch { items: mut events, seal } = batch;
+        let handed = if self.buffer.is_empty() {
             // The events go on to the sinks' thread in this buffer: none to hand back.
-            self.buffer = batch.0;
-            Ok(Vec::new())
+            self.buffer = events;
+            Vec::new()
         } else {
-            self.buffer.append(&mut batch.0);
-            Ok(batch.0)
+            self.buffer.append(&mut events);
+            events
+        };
+        if let Some(seq) = seal {
+            // What was collected since the last seal is this number's. Blocking is
+            // backpressure; a stopped sequencer means the engine is shutting down.
+            let events = std::mem::take(&mut self.buffer);
+            let _ = self.sequencer.send(SeqMsg::Sealed { seq, shard: self.shard, events });
         }
-    }
-}
-
-/// Seal the outputs collected so far under a batch number.
-#[derive(Message)]
-#[rtype(result = "()")]
-struct Seal(u64);
-
-impl Handler<Seal> for Fanout {
-    type Result = ();
-
-    fn handle(&mut self, seal: Seal, _: &mut Context<Self>) {
-        let events = std::mem::take(&mut self.buffer);
-        // Blocking is backpressure; a stopped sequencer means the engine is shutting down.
-        let _ = self.sequencer.send(SeqMsg::Sealed { seq: seal.0, shard: self.shard, events });
+        Ok(handed)
     }
 }
 
@@ -108,18 +102,18 @@ impl Shard {
         let (addr_tx, addr_rx) = bounded(1);
         let actix = std::thread::Builder::new().name(format!("toolstream-shard-{index}")).spawn(move || {
             let sys = System::new();
-            let addrs = sys.block_on(async move {
+            let first = sys.block_on(async move {
                 let fanout = Fanout { shard: index, buffer: Vec::new(), sequencer }.start();
-                (start_shard(&cfg, fanout.clone().recipient()), fanout)
+                start_shard(&cfg, fanout.recipient())
             });
-            let _ = addr_tx.send((addrs, System::current()));
+            let _ = addr_tx.send((first, System::current()));
             let _ = sys.run();
         })?;
-        let ((first, fanout), system) =
+        let (first, system) =
             addr_rx.recv().map_err(|_| std::io::Error::other(format!("shard {index} failed to start")))?;
         let pump = std::thread::Builder::new()
             .name(format!("toolstream-pump-{index}"))
-            .spawn(move || pump(door_rx, first, fanout, system))?;
+            .spawn(move || pump(door_rx, first, system))?;
         Ok(Shard { index, door: Some(door_tx), actix: Some(actix), pump: Some(pump) })
     }
 
@@ -167,28 +161,40 @@ pub fn sync_door(door: &Sender<DoorMsg>) {
 }
 
 /// Returns whether every batch passed every stage.
-fn pump(door: Receiver<DoorMsg>, first: Recipient<Batch<Item>>, fanout: Addr<Fanout>, system: System) -> bool {
+fn pump(door: Receiver<DoorMsg>, first: Recipient<Batch<Item>>, system: System) -> bool {
     let mut healthy = true;
+    // The batch sent before the one in hand, maybe not yet through every stage. One batch ahead
+    // at most: the shard's thread finds the next batch waiting when it is done with one, instead
+    // of waiting for this thread to be scheduled; the reader is still held back by a slow shard.
+    let mut ahead = None;
+    let mut passed = |sent: RecipientRequest<Batch<Item>>| {
+        // Resolves once the batch has passed every stage (see `stage::StageActor`) and its
+        // seal with it; an error means a stage (or the whole System) is gone: it panicked.
+        if !matches!(futures::executor::block_on(sent), Ok(Ok(_))) {
+            if healthy {
+                tracing::error!("a shard stage failed; its sessions' output is incomplete");
+            }
+            healthy = false;
+        }
+    };
     for msg in door {
         match msg {
             DoorMsg::Items { seq, items } => {
-                // Resolves once the batch has passed every stage (see `stage::StageActor`); an
-                // error means a stage (or the whole System) is gone: it panicked.
-                if !matches!(futures::executor::block_on(first.send(Batch(items))), Ok(Ok(_))) {
-                    if healthy {
-                        tracing::error!("a shard stage failed; its sessions' output is incomplete");
-                    }
-                    healthy = false;
-                }
-                if let Some(seq) = seq {
-                    let _ = futures::executor::block_on(fanout.send(Seal(seq)));
+                if let Some(before) = ahead.replace(first.send(Batch { items, seal: seq })) {
+                    passed(before);
                 }
             }
             DoorMsg::Sync(reply) => {
+                if let Some(before) = ahead.take() {
+                    passed(before);
+                }
                 let _ = reply.send(());
             }
             DoorMsg::Stop => break,
         }
+    }
+    if let Some(before) = ahead.take() {
+        passed(before);
     }
     system.stop();
     healthy

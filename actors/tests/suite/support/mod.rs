@@ -17,8 +17,8 @@ impl Actor for Collect {
 impl Handler<Batch<OutputEvent>> for Collect {
     type Result = Result<Vec<OutputEvent>, StageFailed>;
     fn handle(&mut self, mut batch: Batch<OutputEvent>, _: &mut Context<Self>) -> Self::Result {
-        self.0.append(&mut batch.0);
-        Ok(batch.0)
+        self.0.append(&mut batch.items);
+        Ok(batch.items)
     }
 }
 
@@ -34,14 +34,22 @@ impl Handler<Take> for Collect {
 }
 
 /// Hand `batches` to the shard's stages started as actix actors (`shard::start_shard`, as the
-/// binary's shards do) on a System of their own, each batch awaited through every stage as the
-/// shard's pump does; returns what the last stage delivered.
+/// binary's shards do) on a System of their own, each batch sent while the one before it is still
+/// on its way, as the shard's pump does; returns what the last stage delivered.
 pub fn through_actors(batches: Vec<Vec<Item>>) -> Vec<OutputEvent> {
     actix::System::new().block_on(async move {
         let collect = Collect(Vec::new()).start();
         let first = toolstream_actors::shard::start_shard(&ShardConfig::default(), collect.clone().recipient());
+        // One batch ahead, as the shard's pump sends them: the next is on its way before the
+        // last is through every stage.
+        let mut ahead = None;
         for batch in batches {
-            assert!(first.send(Batch(batch)).await.unwrap().is_ok(), "a stage failed");
+            if let Some(before) = ahead.replace(first.send(Batch::new(batch))) {
+                assert!(before.await.unwrap().is_ok(), "a stage failed");
+            }
+        }
+        if let Some(last) = ahead {
+            assert!(last.await.unwrap().is_ok(), "a stage failed");
         }
         collect.send(Take).await.unwrap()
     })

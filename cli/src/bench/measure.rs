@@ -21,7 +21,7 @@ use toolstream_actors::shard::ShardCore;
 
 use toolstream_engine::clock::EventTime;
 use toolstream_engine::decode::framing::{Frame, LineReader};
-use toolstream_engine::decode::Decoder;
+use toolstream_engine::decode::{line_text, Decoder};
 use toolstream_engine::pipeline::{Pipeline, PipelineOptions};
 use toolstream_engine::sinks::SinkSpec;
 use toolstream_engine::source::Source;
@@ -32,7 +32,8 @@ use super::otlp::{e2e_otlp, OtlpFigures};
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "kebab-case")]
 pub enum Stage {
-    /// memchr line split + serde_json parse of each line into the borrowed envelope.
+    /// memchr line split, the decoder's UTF-8 check, and serde_json parse of each line into the
+    /// borrowed envelope.
     Floor,
     /// Full decoding to canonical input events.
     Decode,
@@ -221,7 +222,7 @@ fn floor(input: &Path) -> Result<(u64, u64, u64), MeasureError> {
     while let Some(frame) = reader.next_frame().map_err(|e| MeasureError::Read(input.to_path_buf(), e))? {
         lines += 1;
         if let Frame::Line { bytes, .. } = frame {
-            if let Ok(text) = std::str::from_utf8(bytes) {
+            if let Ok(text) = line_text(bytes) {
                 if let Ok(line) = Line::parse(text) {
                     parsed += u64::from(line.tool_call.is_some() || !line.kind.is_empty());
                 }

@@ -273,6 +273,11 @@ impl Pipeline {
             tracing::debug!(sink = %plan.label, when_full = %plan.when_full, "opening sink");
             threads.push(SinkThread::start(plan, false).map_err(PipelineError::Sink)?);
         }
+        // Only now, every sink open, may any of them change what is at its path: a sink refused
+        // above ends the run with the others' files as they were.
+        for t in &threads {
+            t.begin();
+        }
         let sink_set = Arc::new(SinkSet::new(threads.iter().map(SinkThread::port).collect(), opts.sink_grace));
         let n = opts.shards.max(1);
         tracing::debug!(

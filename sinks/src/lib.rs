@@ -45,6 +45,12 @@ pub struct SinkLoss {
 pub trait Sink: Send {
     /// A short name for reports (`cards`, `jsonl`, …).
     fn name(&self) -> &'static str;
+    /// Called once, when every sink of the run has opened and before anything else: a sink that
+    /// replaces what is at its path does it here, so a run that another sink refuses changes
+    /// nothing. A sink that is never begun is never written, flushed or checkpointed either.
+    fn begin(&mut self) -> Result<(), SinkError> {
+        Ok(())
+    }
     /// Called with batches of output events, in order per run.
     fn write(&mut self, batch: &[OutputEvent]) -> Result<(), SinkError>;
     /// Make everything written so far durable / visible. Called often (whenever the sink's queue

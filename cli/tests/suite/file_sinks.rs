@@ -252,6 +252,61 @@ fn an_existing_regular_file_is_replaced_only_as_each_sink_s_rule_says() {
     }
 }
 
+/// A run that one sink refuses leaves every other sink's file as it was, whichever comes first on
+/// the command line: the streams (`jsonl`, `openai-sse`) are emptied only once every sink opened.
+#[test]
+fn a_run_refused_by_one_sink_leaves_every_other_sink_s_file_as_it_was() {
+    let case = Case::new(FileSink::PiSession);
+    let (trace, sse, session, db) =
+        (case.out().join("t.jsonl"), case.out().join("o.sse"), case.out().join("s.jsonl"), case.out().join("db"));
+    let refusals: [(&str, &Path, &[&str]); 2] = [
+        // The pi session exists and there is no --force.
+        ("pi-session", session.as_path(), &[]),
+        // A folder where the database goes; with --force the pi session would be replaced.
+        ("cursor-db", db.as_path(), &["--force"]),
+    ];
+    fs::create_dir(&db).unwrap();
+    for (refusing, at, extra) in refusals {
+        for path in [&trace, &sse, &session] {
+            fs::write(path, "keep\n").unwrap();
+        }
+        let mut args = vec![
+            "replay".to_owned(),
+            common::example(DEMO).display().to_string(),
+            "--sink".into(),
+            format!("jsonl={}", trace.display()),
+            "--sink".into(),
+            format!("openai-sse={}", sse.display()),
+            "--sink".into(),
+            format!("pi-session={}", session.display()),
+        ];
+        if refusing != "pi-session" {
+            args.extend(["--sink".to_owned(), format!("{refusing}={}", at.display())]);
+        }
+        args.extend(extra.iter().map(|s| (*s).to_owned()));
+        let r = finish(case.command(&args).spawn().unwrap());
+        assert_eq!(r.code, 2, "{refusing}: {}", r.stderr);
+        assert!(r.stderr.contains(refusing), "{refusing}: {}", r.stderr);
+        for path in [&trace, &sse, &session] {
+            assert_eq!(fs::read_to_string(path).unwrap(), "keep\n", "{refusing}: {}", path.display());
+        }
+    }
+    // Not refused, the same streams are emptied and written.
+    let args: Vec<String> = vec![
+        "replay".into(),
+        common::example(DEMO).display().to_string(),
+        "--sink".into(),
+        format!("jsonl={}", trace.display()),
+        "--sink".into(),
+        format!("openai-sse={}", sse.display()),
+    ];
+    let r = finish(case.command(&args).spawn().unwrap());
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(fs::read(&trace).unwrap(), reference(FileSink::Jsonl));
+    assert_eq!(fs::read(&sse).unwrap(), reference(FileSink::OpenAiSse));
+    case.assert_no_leftovers();
+}
+
 #[test]
 fn a_symlink_is_kept_and_its_target_written() {
     for sink in ALL {

@@ -20,6 +20,9 @@ use toolstream_sinks::{LossProbe, SinkLoss};
 
 /// What a sink thread receives.
 pub enum SinkMsg {
+    /// Every sink of the run opened: begin (`Sink::begin`). The first message of a run; a sink
+    /// whose queue closes before any message (the run was refused) is left as it opened.
+    Begin,
     Events(Arc<Vec<OutputEvent>>),
     /// The engine's own notices (what sinks dropped): written like events, not counted.
     Notice(Arc<Vec<OutputEvent>>),

@@ -9,15 +9,17 @@ use std::io;
 use std::path::PathBuf;
 use std::str::FromStr;
 
+use toolstream_schemas::OutputEvent;
 use toolstream_sinks::cards::{CardsOptions, CardsSink};
 use toolstream_sinks::cursor_db::{CursorDbOptions, CursorDbSink};
 use toolstream_sinks::jsonl_trace::JsonlTraceSink;
 use toolstream_sinks::openai::OpenAiSseSink;
 use toolstream_sinks::otel::config::{ContentCapture, OtelConfig, OtelEnv, Protocol, TextScrub};
 use toolstream_sinks::otel::OtelSink;
+use toolstream_sinks::output_file::{open_stream_kept, Emptying};
 use toolstream_sinks::pi_session::dir::{PiSessionsOptions, PiSessionsSink, SessionsRoot};
 use toolstream_sinks::pi_session::PiSessionSink;
-use toolstream_sinks::{Sink, SinkError};
+use toolstream_sinks::{LossProbe, Sink, SinkError};
 
 use super::port::WhenFull;
 use super::thread::{OpenSink, SinkPlan};
@@ -329,11 +331,12 @@ impl SinkSpec {
             SinkKind::Jsonl => {
                 let limit = ctx.trace_limit_bytes;
                 Box::new(move || {
-                    let sink = JsonlTraceSink::create_with_limit(&path, limit).map_err(|source| SinkError::Other {
+                    let (file, emptying) = open_stream_kept(&path).map_err(|source| SinkError::Other {
                         sink: "jsonl",
                         message: format!("cannot create trace file {}: {source}", path.display()),
                     })?;
-                    Ok(Box::new(sink) as Box<dyn Sink>)
+                    let sink = JsonlTraceSink::new(io::BufWriter::new(file), limit);
+                    Ok(EmptiedAtBegin::wrap(Box::new(sink), emptying))
                 })
             }
             SinkKind::PiSession => {
@@ -387,11 +390,11 @@ impl SinkSpec {
                 })
             }
             SinkKind::OpenAiSse => Box::new(move || {
-                let file = toolstream_sinks::output_file::open_stream(&path).map_err(|source| SinkError::Other {
+                let (file, emptying) = open_stream_kept(&path).map_err(|source| SinkError::Other {
                     sink: "openai-sse",
                     message: format!("cannot create {}: {source}", path.display()),
                 })?;
-                Ok(Box::new(OpenAiSseSink::new(io::BufWriter::new(file))) as Box<dyn Sink>)
+                Ok(EmptiedAtBegin::wrap(Box::new(OpenAiSseSink::new(io::BufWriter::new(file))), emptying))
             }),
             SinkKind::Otlp | SinkKind::OtlpGrpc => {
                 let protocol = (self.kind == SinkKind::OtlpGrpc).then_some(Protocol::Grpc);
@@ -407,6 +410,43 @@ impl SinkSpec {
             }
         };
         SinkPlan { label: self.label(), when_full, open }
+    }
+}
+
+/// A sink that streams into a file opened by `open_stream_kept`: the file is emptied when the run
+/// begins, not when it opened: a run that another sink refuses leaves the file as it was.
+struct EmptiedAtBegin {
+    sink: Box<dyn Sink>,
+    emptying: Option<Emptying>,
+}
+
+impl EmptiedAtBegin {
+    fn wrap(sink: Box<dyn Sink>, emptying: Emptying) -> Box<dyn Sink> {
+        Box::new(EmptiedAtBegin { sink, emptying: Some(emptying) })
+    }
+}
+
+impl Sink for EmptiedAtBegin {
+    fn name(&self) -> &'static str {
+        self.sink.name()
+    }
+    fn begin(&mut self) -> Result<(), SinkError> {
+        if let Some(emptying) = self.emptying.take() {
+            emptying.now().map_err(|source| SinkError::Io { sink: self.sink.name(), source })?;
+        }
+        self.sink.begin()
+    }
+    fn write(&mut self, batch: &[OutputEvent]) -> Result<(), SinkError> {
+        self.sink.write(batch)
+    }
+    fn flush(&mut self) -> Result<(), SinkError> {
+        self.sink.flush()
+    }
+    fn checkpoint(&mut self) -> Result<(), SinkError> {
+        self.sink.checkpoint()
+    }
+    fn loss_probe(&self) -> Option<LossProbe> {
+        self.sink.loss_probe()
     }
 }
 

@@ -88,7 +88,7 @@ impl SinkThread {
                         match msg {
                             SinkMsg::Flush(reply) => drop(reply.send(())),
                             SinkMsg::Stop => break,
-                            SinkMsg::Events(_) | SinkMsg::Notice(_) => {}
+                            SinkMsg::Begin | SinkMsg::Events(_) | SinkMsg::Notice(_) => {}
                         }
                     }
                 }
@@ -105,6 +105,11 @@ impl SinkThread {
         }
         let port = SinkPort { label: plan.label, when_full: plan.when_full, internal, queue: tx, counters };
         Ok(SinkThread { port, failed, handle })
+    }
+
+    /// Every sink of the run opened: let this one begin (it empties the file it streams into).
+    pub fn begin(&self) {
+        let _ = self.port.queue.send(SinkMsg::Begin);
     }
 
     /// The fan-out's end of this sink.
@@ -170,8 +175,18 @@ impl Drop for FailOnPanic<'_> {
 
 fn drive(sink: &mut dyn Sink, rx: &Receiver<SinkMsg>, state: &mut Health<'_>, counters: &Counters) {
     let mut dirty = false;
+    // Begun by the run's first message (`Begin`, sent once every sink opened); a queue that
+    // closes before any message belonged to a run that was refused: nothing is written then.
+    let mut begun = false;
     for msg in rx {
+        if !begun {
+            begun = true;
+            if let Err(e) = sink.begin() {
+                state.fail(e);
+            }
+        }
         let (batch, counted) = match msg {
+            SinkMsg::Begin => continue,
             SinkMsg::Events(batch) => (batch, true),
             SinkMsg::Notice(batch) => (batch, false),
             SinkMsg::Flush(reply) => {
@@ -204,12 +219,12 @@ fn drive(sink: &mut dyn Sink, rx: &Receiver<SinkMsg>, state: &mut Health<'_>, co
             }
         }
     }
-    if !state.failed {
+    if begun && !state.failed {
         if let Err(e) = sink.checkpoint() {
             state.fail(e);
         }
     }
-    tracing::debug!(sink = %state.label, failed = state.failed, "sink finished");
+    tracing::debug!(sink = %state.label, begun, failed = state.failed, "sink finished");
 }
 
 /// A sink thread's failure state.
@@ -292,6 +307,61 @@ mod tests {
             }
             Ok(())
         }
+    }
+
+    /// Records the calls it gets, by name.
+    struct Calls(Arc<Mutex<Vec<&'static str>>>);
+
+    impl Sink for Calls {
+        fn name(&self) -> &'static str {
+            "calls"
+        }
+        fn begin(&mut self) -> Result<(), SinkError> {
+            self.0.lock().unwrap().push("begin");
+            Ok(())
+        }
+        fn write(&mut self, _: &[OutputEvent]) -> Result<(), SinkError> {
+            self.0.lock().unwrap().push("write");
+            Ok(())
+        }
+        fn flush(&mut self) -> Result<(), SinkError> {
+            self.0.lock().unwrap().push("flush");
+            Ok(())
+        }
+        fn checkpoint(&mut self) -> Result<(), SinkError> {
+            self.0.lock().unwrap().push("checkpoint");
+            Ok(())
+        }
+    }
+
+    /// The calls a sink got from its thread, sent `msgs` and then dropped (its queue closed).
+    fn calls_after(msgs: Vec<SinkMsg>) -> Vec<&'static str> {
+        let calls = Arc::new(Mutex::new(Vec::new()));
+        let thread = SinkThread::start(SinkPlan::ready(Box::new(Calls(calls.clone()))), false).unwrap();
+        let queue = thread.port().queue;
+        for m in msgs {
+            queue.send(m).unwrap();
+        }
+        drop(queue);
+        let SinkThread { port, handle, .. } = thread;
+        drop(port);
+        let _ = join(handle);
+        let got = calls.lock().unwrap().clone();
+        got
+    }
+
+    #[test]
+    fn a_sink_begins_before_anything_and_one_never_begun_is_never_written_or_checkpointed() {
+        // A run that was refused: the queue closes before any message.
+        assert_eq!(calls_after(Vec::new()), Vec::<&str>::new());
+        // A run with no events: begun, then checkpointed at the end.
+        assert_eq!(calls_after(vec![SinkMsg::Begin]), ["begin", "checkpoint"]);
+        assert_eq!(
+            calls_after(vec![SinkMsg::Begin, SinkMsg::Events(batch())]),
+            ["begin", "write", "flush", "checkpoint"]
+        );
+        // Begun by its first message, `Begin` or not (a caller that starts a sink thread alone).
+        assert_eq!(calls_after(vec![SinkMsg::Events(batch())]), ["begin", "write", "flush", "checkpoint"]);
     }
 
     fn batch() -> Arc<Vec<OutputEvent>> {

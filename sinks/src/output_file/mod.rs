@@ -9,7 +9,8 @@
 //!   removed — or refused by a sink that needs a regular file (`cursor-db`: SQLite).
 //! - A directory, a socket or anything else is refused.
 //! - Nothing there: the file is created. A regular file: a sink that streams ([`open_stream`]:
-//!   `jsonl`, `openai-sse`) truncates and writes it, as a shell's `>` does; a sink that publishes
+//!   `jsonl`, `openai-sse`) truncates and writes it, as a shell's `>` does — in a run, once every
+//!   sink of the run has opened ([`open_stream_kept`]), so a refused run truncates nothing; a sink that publishes
 //!   whole files ([`publish::Publisher`]: the pi sessions) replaces it only when told to
 //!   (`--force`), and only ever by renaming a file it created itself beside it; SQLite
 //!   ([`regular_file`]) opens it as the database it must be.
@@ -122,11 +123,41 @@ fn open_through(target: &Target) -> io::Result<File> {
 /// Open `path` for a sink that writes a stream of bytes (`jsonl`, `openai-sse`): created, or
 /// truncated when a regular file (as `>` does), written through when a FIFO or a device.
 pub fn open_stream(path: &Path) -> io::Result<File> {
+    let (file, emptying) = open_stream_kept(path)?;
+    emptying.now()?;
+    Ok(file)
+}
+
+/// Open `path` as [`open_stream`] does, but keep what a regular file holds until the returned
+/// [`Emptying`] is carried out: the engine opens every sink of a run first, and only a run that
+/// starts empties its files, so one refused by another sink (a pi session that exists already,
+/// a database that cannot be opened) leaves them as they were.
+pub fn open_stream_kept(path: &Path) -> io::Result<(File, Emptying)> {
     let target = inspect(path)?;
     match target.kind {
-        Kind::Absent | Kind::Regular => File::create(&target.path),
-        k if k.is_stream() => open_through(&target),
+        Kind::Absent | Kind::Regular => {
+            let file = OpenOptions::new().write(true).create(true).truncate(false).open(&target.path)?;
+            // A second handle on the same open file: emptying it empties the sink's, whose
+            // offset is still 0.
+            let emptying = Emptying(Some(file.try_clone()?));
+            Ok((file, emptying))
+        }
+        k if k.is_stream() => Ok((open_through(&target)?, Emptying(None))),
         _ => Err(refused(&target, "a sink writes a file")),
+    }
+}
+
+/// What is still to be done to a file opened by [`open_stream_kept`] before it is written:
+/// emptied when it is a regular file, nothing for a FIFO or a device.
+#[derive(Debug)]
+pub struct Emptying(Option<File>);
+
+impl Emptying {
+    pub fn now(self) -> io::Result<()> {
+        match self.0 {
+            Some(file) => file.set_len(0),
+            None => Ok(()),
+        }
     }
 }
 

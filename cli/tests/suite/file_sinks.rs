@@ -259,32 +259,28 @@ fn a_run_refused_by_one_sink_leaves_every_other_sink_s_file_as_it_was() {
     let case = Case::new(FileSink::PiSession);
     let (trace, sse, session, db) =
         (case.out().join("t.jsonl"), case.out().join("o.sse"), case.out().join("s.jsonl"), case.out().join("db"));
-    let refusals: [(&str, &Path, &[&str]); 2] = [
-        // The pi session exists and there is no --force.
-        ("pi-session", session.as_path(), &[]),
-        // A folder where the database goes; with --force the pi session would be replaced.
-        ("cursor-db", db.as_path(), &["--force"]),
-    ];
+    let replay = |sinks: &[String], extra: &[&str]| {
+        let mut args = vec!["replay".to_owned(), common::example(DEMO).display().to_string()];
+        for sink in sinks {
+            args.extend(["--sink".to_owned(), sink.clone()]);
+        }
+        args.extend(extra.iter().map(|s| (*s).to_owned()));
+        finish(case.command(&args).spawn().unwrap())
+    };
+    let streams = [format!("jsonl={}", trace.display()), format!("openai-sse={}", sse.display())];
+    let with_session = [&streams[..], &[format!("pi-session={}", session.display())]].concat();
     fs::create_dir(&db).unwrap();
-    for (refusing, at, extra) in refusals {
+    let refusals: [(&str, Vec<String>, &[&str]); 2] = [
+        // The pi session exists and there is no --force.
+        ("pi-session", with_session.clone(), &[]),
+        // A folder where the database goes; with --force the pi session would be replaced.
+        ("cursor-db", [&with_session[..], &[format!("cursor-db={}", db.display())]].concat(), &["--force"]),
+    ];
+    for (refusing, sinks, extra) in refusals {
         for path in [&trace, &sse, &session] {
             fs::write(path, "keep\n").unwrap();
         }
-        let mut args = vec![
-            "replay".to_owned(),
-            common::example(DEMO).display().to_string(),
-            "--sink".into(),
-            format!("jsonl={}", trace.display()),
-            "--sink".into(),
-            format!("openai-sse={}", sse.display()),
-            "--sink".into(),
-            format!("pi-session={}", session.display()),
-        ];
-        if refusing != "pi-session" {
-            args.extend(["--sink".to_owned(), format!("{refusing}={}", at.display())]);
-        }
-        args.extend(extra.iter().map(|s| (*s).to_owned()));
-        let r = finish(case.command(&args).spawn().unwrap());
+        let r = replay(&sinks, extra);
         assert_eq!(r.code, 2, "{refusing}: {}", r.stderr);
         assert!(r.stderr.contains(refusing), "{refusing}: {}", r.stderr);
         for path in [&trace, &sse, &session] {
@@ -292,15 +288,7 @@ fn a_run_refused_by_one_sink_leaves_every_other_sink_s_file_as_it_was() {
         }
     }
     // Not refused, the same streams are emptied and written.
-    let args: Vec<String> = vec![
-        "replay".into(),
-        common::example(DEMO).display().to_string(),
-        "--sink".into(),
-        format!("jsonl={}", trace.display()),
-        "--sink".into(),
-        format!("openai-sse={}", sse.display()),
-    ];
-    let r = finish(case.command(&args).spawn().unwrap());
+    let r = replay(&streams, &[]);
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert_eq!(fs::read(&trace).unwrap(), reference(FileSink::Jsonl));
     assert_eq!(fs::read(&sse).unwrap(), reference(FileSink::OpenAiSse));

@@ -267,8 +267,6 @@ pub(crate) fn raw_object(fields: &UnknownFields) -> Result<RawJson, String> {
     RawValue::from_string(s).map_err(|e| e.to_string())
 }
 
-/// Whether `text` has a `\uD800`–`\uDFFF` escape (only then is a surrogate repair worth trying).
-/// Asked of every line.
 /// A line's bytes as text, if they are UTF-8: checked with SIMD (std's check is a byte loop
 /// with an ASCII fast path); the error says where the valid text ends, as std's does. The bench
 /// floor checks its lines with this too.
@@ -276,6 +274,8 @@ pub fn line_text(bytes: &[u8]) -> Result<&str, simdutf8::compat::Utf8Error> {
     simdutf8::compat::from_utf8(bytes)
 }
 
+/// Whether `text` has a `\uD800`–`\uDFFF` escape (only then is a surrogate repair worth trying).
+/// Asked of every line.
 fn has_surrogate_escape(text: &str) -> bool {
     // Most lines have no backslash at all: one memchr, no searcher to set up per line.
     let b = text.as_bytes();

@@ -128,7 +128,12 @@ impl Bridge {
             s
         });
         let code = wait_or_kill(&mut self.child, LINE_WAIT).expect("toolstream bridge did not exit after stdin closed");
-        let rest: Vec<String> = self.stdout.try_iter().collect();
+        // The process is gone, but the reading thread may not have read its last lines yet (on a
+        // loaded machine it had not, and a `disposed` line went missing): read to the end.
+        let mut rest = Vec::new();
+        while let Ok(line) = self.stdout.recv_timeout(LINE_WAIT) {
+            rest.push(line);
+        }
         (code, rest, err.join().unwrap())
     }
 }

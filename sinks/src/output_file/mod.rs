@@ -10,10 +10,10 @@
 //! - A directory, a socket or anything else is refused.
 //! - Nothing there: the file is created. A regular file: a sink that streams ([`open_stream`]:
 //!   `jsonl`, `openai-sse`) truncates and writes it, as a shell's `>` does — in a run, once every
-//!   sink of the run has opened ([`open_stream_kept`]), so a refused run truncates nothing; a sink that publishes
-//!   whole files ([`publish::Publisher`]: the pi sessions) replaces it only when told to
-//!   (`--force`), and only ever by renaming a file it created itself beside it; SQLite
-//!   ([`regular_file`]) opens it as the database it must be.
+//!   sink of the run has opened ([`open_stream_kept`]), so a refused run truncates nothing; a
+//!   sink that publishes whole files ([`publish::Publisher`]: the pi sessions) replaces it only
+//!   when told to (`--force`), and only ever by renaming a file it created itself beside it;
+//!   SQLite ([`regular_file`]) opens it as the database it must be.
 
 pub mod publish;
 
@@ -153,6 +153,7 @@ pub fn open_stream_kept(path: &Path) -> io::Result<(File, Emptying)> {
 pub struct Emptying(Option<File>);
 
 impl Emptying {
+    /// Empty the file now (nothing for a FIFO or a device).
     pub fn now(self) -> io::Result<()> {
         match self.0 {
             Some(file) => file.set_len(0),

@@ -23,7 +23,7 @@ use crate::decode::framing::{Frame, LineReader, DEFAULT_MAX_LINE_BYTES};
 use crate::decode::{DecodeError, Decoder, Format};
 use crate::sequencer::{self, SeqMsg, Sequencer};
 use crate::shard::{shard_of, sync_door, DoorMsg, Shard};
-use crate::sinks::{OutputCounts, SinkPlan, SinkSet, SinkSummary, SinkThread, StatsSink};
+use crate::sinks::{OutputCounts, SinkPlan, SinkSet, SinkSummary, SinkThread};
 use crate::source::Source;
 use toolstream_schemas::InputEvent;
 
@@ -220,7 +220,6 @@ pub struct Pipeline {
     sequencer: Option<Sequencer>,
     sinks: Vec<SinkThread>,
     sink_set: Arc<SinkSet>,
-    counts: Arc<Mutex<OutputCounts>>,
     gate: Gate,
     stats: Stats,
     /// Nested runs' sessions → their root session (a subagent's run goes to its parent's shard).
@@ -266,12 +265,10 @@ impl Pipeline {
 
     /// Start the shards and sink threads; each sink opens on its own thread.
     pub fn with_sinks(opts: PipelineOptions, plans: Vec<SinkPlan>) -> Result<Self, PipelineError> {
-        let counts = Arc::new(Mutex::new(OutputCounts::default()));
-        let stats = SinkPlan::ready(Box::new(StatsSink(counts.clone())));
-        let mut threads = vec![SinkThread::start(stats, true).map_err(PipelineError::Sink)?];
+        let mut threads = Vec::with_capacity(plans.len());
         for plan in plans {
             tracing::debug!(sink = %plan.label, when_full = %plan.when_full, "opening sink");
-            threads.push(SinkThread::start(plan, false).map_err(PipelineError::Sink)?);
+            threads.push(SinkThread::start(plan).map_err(PipelineError::Sink)?);
         }
         // Only now, every sink open, may any of them change what is at its path: a sink refused
         // above ends the run with the others' files as they were.
@@ -280,12 +277,7 @@ impl Pipeline {
         }
         let sink_set = Arc::new(SinkSet::new(threads.iter().map(SinkThread::port).collect(), opts.sink_grace));
         let n = opts.shards.max(1);
-        tracing::debug!(
-            shards = n,
-            sinks = threads.len() - 1,
-            max_line_bytes = opts.max_line_bytes,
-            "starting the engine"
-        );
+        tracing::debug!(shards = n, sinks = threads.len(), max_line_bytes = opts.max_line_bytes, "starting the engine");
         let sequencer = Sequencer::start(n, sink_set.clone()).map_err(PipelineError::Start)?;
         let mut shards = Vec::new();
         for i in 0..n {
@@ -297,7 +289,6 @@ impl Pipeline {
             sequencer: Some(sequencer),
             sinks: threads,
             sink_set,
-            counts,
             gate: Arc::new(Mutex::new(GateState::default())),
             stats: Stats::default(),
             nested: NestedSessions::default(),
@@ -459,7 +450,7 @@ impl Pipeline {
             // Each source keeps its own time: a recording is never clamped by what was read before.
             time: EventTime::default(),
             // The stats counter is always there; the user's sinks follow it.
-            user_sinks_failed: self.sinks.iter().skip(1).map(SinkThread::failed_flag).collect(),
+            user_sinks_failed: self.sinks.iter().map(SinkThread::failed_flag).collect(),
             checked_at: 0,
         }
     }
@@ -602,17 +593,16 @@ impl Pipeline {
         for t in self.sinks.drain(..) {
             reports.push(t.finish(deadline));
         }
-        // The stats counter comes first and is not a user's sink. What each sink lost is read
-        // now, whether its thread ended or is still busy.
+        // What each sink lost is read now, whether its thread ended or is still busy.
         let mut summaries = self.sink_set.summaries();
-        for (summary, report) in summaries.iter_mut().zip(reports.iter().skip(1)) {
+        for (summary, report) in summaries.iter_mut().zip(&reports) {
             summary.error = (!report.errors.is_empty()).then(|| report.errors.join("; "));
         }
         for r in &reports {
             self.stats.sink_errors.extend(r.errors.iter().cloned());
         }
         self.stats.sinks = summaries;
-        self.stats.output = self.counts.lock().map(|c| c.clone()).unwrap_or_default();
+        self.stats.output = self.sink_set.counts();
         self.stats
     }
 }

@@ -149,13 +149,8 @@ mod tests {
     #[test]
     fn releases_in_number_then_shard_order_whatever_the_arrival_order() {
         let (sink_tx, sink_rx) = bounded(64);
-        let port = SinkPort {
-            label: "test".into(),
-            when_full: WhenFull::Block,
-            internal: false,
-            queue: sink_tx,
-            counters: Arc::default(),
-        };
+        let port =
+            SinkPort { label: "test".into(), when_full: WhenFull::Block, queue: sink_tx, counters: Arc::default() };
         let s = Sequencer::start(2, Arc::new(SinkSet::new(vec![port], Duration::from_secs(1)))).unwrap();
         let q = s.queue();
         q.send(SeqMsg::Sealed { seq: 1, shard: 1, events: vec![ev(11)] }).unwrap();

@@ -10,13 +10,15 @@
 //! one stuck sink cannot keep the others from their final flush.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::{bounded, Receiver, SendTimeoutError, Sender, TrySendError};
 use serde::Serialize;
 use toolstream_schemas::OutputEvent;
 use toolstream_sinks::{LossProbe, SinkLoss};
+
+use crate::sinks::OutputCounts;
 
 /// What a sink thread receives.
 pub enum SinkMsg {
@@ -119,8 +121,6 @@ pub struct SinkPort {
     /// How the user named the sink (`jsonl=trace.jsonl`), for reports.
     pub label: String,
     pub when_full: WhenFull,
-    /// The engine's own stats counter: never reported as a user's sink.
-    pub internal: bool,
     pub queue: Sender<SinkMsg>,
     pub counters: Arc<Counters>,
 }
@@ -224,19 +224,31 @@ impl Shutdown {
     }
 }
 
-/// Every sink of a pipeline, as the fan-out sees them.
+/// Every sink of a pipeline, as the fan-out sees them, and what it counted of their events.
 pub struct SinkSet {
     ports: Vec<SinkPort>,
     shutdown: Shutdown,
     /// The latest event time delivered (for the engine's own notices).
     last_at_ms: AtomicU64,
+    /// Every event delivered, counted (the engine's own notices are not).
+    counts: Mutex<OutputCounts>,
 }
 
 impl SinkSet {
     /// `grace`: how long, once shutdown began, a `block` sink may stay full (and a sink may take to
     /// answer a checkpoint) before it is given up on.
     pub fn new(ports: Vec<SinkPort>, grace: Duration) -> SinkSet {
-        SinkSet { ports, shutdown: Shutdown { begun: AtomicBool::new(false), grace }, last_at_ms: AtomicU64::new(0) }
+        SinkSet {
+            ports,
+            shutdown: Shutdown { begun: AtomicBool::new(false), grace },
+            last_at_ms: AtomicU64::new(0),
+            counts: Mutex::default(),
+        }
+    }
+
+    /// What was counted of the events delivered so far.
+    pub fn counts(&self) -> OutputCounts {
+        self.counts.lock().map(|c| c.clone()).unwrap_or_default()
     }
 
     pub fn ports(&self) -> &[SinkPort] {
@@ -254,6 +266,9 @@ impl SinkSet {
         }
         let latest = events.iter().map(|e| e.at_ms).max().unwrap_or(0);
         self.last_at_ms.fetch_max(latest, Ordering::Relaxed);
+        if let Ok(mut counts) = self.counts.lock() {
+            counts.count(&events);
+        }
         let shared = Arc::new(events);
         for port in &self.ports {
             port.offer(&shared, &self.shutdown);
@@ -269,7 +284,7 @@ impl SinkSet {
     /// waiting longer than the grace period on any of them.
     pub fn deliver_to_users(&self, events: Vec<OutputEvent>) {
         let shared = Arc::new(events);
-        for port in self.ports.iter().filter(|p| !p.internal && !p.counters.abandoned.load(Ordering::Relaxed)) {
+        for port in self.ports.iter().filter(|p| !p.counters.abandoned.load(Ordering::Relaxed)) {
             let msg = SinkMsg::Notice(shared.clone());
             let _ = match port.when_full {
                 WhenFull::DropNewest => port.queue.try_send(msg).is_ok(),
@@ -298,11 +313,10 @@ impl SinkSet {
         }
     }
 
-    /// What each user sink was offered, wrote and dropped so far (the stats counter left out).
+    /// What each sink was offered, wrote and dropped so far.
     pub fn summaries(&self) -> Vec<SinkSummary> {
         self.ports
             .iter()
-            .filter(|p| !p.internal)
             .map(|p| {
                 let c = &p.counters;
                 let offered = c.offered.load(Ordering::Relaxed);
@@ -447,7 +461,7 @@ mod tests {
 
     fn port(label: &str, when_full: WhenFull, capacity: usize) -> (SinkPort, crossbeam_channel::Receiver<SinkMsg>) {
         let (tx, rx) = bounded(capacity);
-        let p = SinkPort { label: label.into(), when_full, internal: false, queue: tx, counters: Arc::default() };
+        let p = SinkPort { label: label.into(), when_full, queue: tx, counters: Arc::default() };
         (p, rx)
     }
 

@@ -1,12 +1,12 @@
-//! The stats counter: one more sink, counting runs, calls per canonical tool, unknown tools, error
-//! cards and incomplete calls for `toolstream stats` and the end-of-replay report.
+//! The stats counter: runs, calls per canonical tool, unknown tools, error cards and incomplete
+//! calls, for `toolstream stats` and the end-of-replay report. The fan-out counts each batch as it
+//! hands it to the sinks ([`crate::sinks::SinkSet::deliver`]): a few comparisons per event, not
+//! worth a thread of its own and a wake-up per batch.
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex};
 
 use serde::Serialize;
 use toolstream_schemas::{Output, OutputEvent, Tool};
-use toolstream_sinks::{Sink, SinkError};
 
 /// What the output side counted.
 #[derive(Clone, Debug, Default, Serialize)]
@@ -20,47 +20,44 @@ pub struct OutputCounts {
     pub incomplete_calls: u64,
 }
 
-/// Counts runs, calls per canonical tool, unknown tools, error cards and incomplete calls.
-#[derive(Clone, Default)]
-pub struct StatsSink(pub Arc<Mutex<OutputCounts>>);
-
-impl Sink for StatsSink {
-    fn name(&self) -> &'static str {
-        "stats"
-    }
-
-    fn write(&mut self, batch: &[OutputEvent]) -> Result<(), SinkError> {
-        let mut c = self.0.lock().map_err(|_| SinkError::Other { sink: "stats", message: "poisoned".into() })?;
-        c.output_events += batch.len() as u64;
+impl OutputCounts {
+    /// Count one batch of output events.
+    pub fn count(&mut self, batch: &[OutputEvent]) {
+        self.output_events += batch.len() as u64;
         for ev in batch {
             let tool = match &ev.kind {
                 Output::RunClosed { .. } => {
-                    c.runs += 1;
+                    self.runs += 1;
                     continue;
                 }
                 // A visible incomplete call also produces a card for it; count the call once.
                 Output::Card(card) if card.incomplete.is_none() => {
                     if card.is_error {
-                        c.error_cards += 1;
+                        self.error_cards += 1;
                     }
                     &card.source_tool
                 }
                 Output::IncompleteCall(i) => {
-                    c.incomplete_calls += 1;
+                    self.incomplete_calls += 1;
                     &i.source_tool
                 }
                 _ => continue,
             };
-            c.calls += 1;
-            *c.calls_by_tool.entry(tool.name().to_owned()).or_default() += 1;
+            self.calls += 1;
+            bump(&mut self.calls_by_tool, tool.name());
             if let Tool::Unknown(name) = tool {
-                *c.unknown_tools.entry(name.to_string()).or_default() += 1;
+                bump(&mut self.unknown_tools, name);
             }
         }
-        Ok(())
     }
+}
 
-    fn flush(&mut self) -> Result<(), SinkError> {
-        Ok(())
+/// Add one to `key`'s count (a name is copied only the first time it is seen).
+fn bump(counts: &mut BTreeMap<String, u64>, key: &str) {
+    match counts.get_mut(key) {
+        Some(n) => *n += 1,
+        None => {
+            counts.insert(key.to_owned(), 1);
+        }
     }
 }

@@ -60,7 +60,7 @@ pub struct SinkReport {
 impl SinkThread {
     /// Start the sink's thread and open the sink there. For a `block` sink, wait for the opening
     /// and return its error; a `drop_newest` sink that fails to open is reported as failed.
-    pub fn start(plan: SinkPlan, internal: bool) -> Result<SinkThread, SinkError> {
+    pub fn start(plan: SinkPlan) -> Result<SinkThread, SinkError> {
         let (tx, rx) = bounded::<SinkMsg>(QUEUE_CAPACITY);
         let failed = Arc::new(AtomicBool::new(false));
         let counters = Arc::new(Counters::default());
@@ -103,7 +103,7 @@ impl SinkThread {
                 return Err(SinkError::Other { sink: "engine", message });
             }
         }
-        let port = SinkPort { label: plan.label, when_full: plan.when_full, internal, queue: tx, counters };
+        let port = SinkPort { label: plan.label, when_full: plan.when_full, queue: tx, counters };
         Ok(SinkThread { port, failed, handle })
     }
 
@@ -337,7 +337,7 @@ mod tests {
     /// The calls a sink got from its thread, sent `msgs` and then dropped (its queue closed).
     fn calls_after(msgs: Vec<SinkMsg>) -> Vec<&'static str> {
         let calls = Arc::new(Mutex::new(Vec::new()));
-        let thread = SinkThread::start(SinkPlan::ready(Box::new(Calls(calls.clone()))), false).unwrap();
+        let thread = SinkThread::start(SinkPlan::ready(Box::new(Calls(calls.clone())))).unwrap();
         let queue = thread.port().queue;
         for m in msgs {
             queue.send(m).unwrap();
@@ -373,7 +373,7 @@ mod tests {
     fn exercise(nth: usize, flush_fails: bool, kind: io::ErrorKind, n: usize) -> (SinkReport, bool, usize) {
         let seen = Arc::new(Mutex::new(0));
         let sink = Failing { nth, writes: 0, flush_fails, kind, seen: seen.clone() };
-        let thread = SinkThread::start(SinkPlan::ready(Box::new(sink)), false).unwrap();
+        let thread = SinkThread::start(SinkPlan::ready(Box::new(sink))).unwrap();
         let flag = thread.failed_flag();
         let queue = thread.port().queue;
         for _ in 0..n {
@@ -429,8 +429,8 @@ mod tests {
             when_full,
             open: Box::new(|| Err(SinkError::Other { sink: "jsonl", message: "cannot create".into() })),
         };
-        assert!(SinkThread::start(plan(WhenFull::Block), false).is_err());
-        let thread = SinkThread::start(plan(WhenFull::DropNewest), false).unwrap();
+        assert!(SinkThread::start(plan(WhenFull::Block)).is_err());
+        let thread = SinkThread::start(plan(WhenFull::DropNewest)).unwrap();
         thread.port().queue.send(SinkMsg::Events(batch())).unwrap();
         let report = thread.finish(Instant::now() + GRACE);
         assert_eq!(report.errors.len(), 1, "{report:?}");
@@ -476,7 +476,7 @@ mod tests {
             when_full: WhenFull::DropNewest,
             open: Box::new(move || Ok(Box::new(sink) as Box<dyn Sink>)),
         };
-        let thread = SinkThread::start(plan, false).unwrap();
+        let thread = SinkThread::start(plan).unwrap();
         let port = thread.port();
         port.queue.send(SinkMsg::Events(batch())).unwrap();
         port.queue.send(SinkMsg::Events(batch())).unwrap();
@@ -506,7 +506,7 @@ mod tests {
                 Err(SinkError::Other { sink: "jsonl", message: "never opened".into() })
             }),
         };
-        let thread = SinkThread::start(plan, false).unwrap();
+        let thread = SinkThread::start(plan).unwrap();
         let started = Instant::now();
         let report = thread.finish(started + Duration::from_millis(200));
         assert!(report.stuck);

@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use crossbeam_channel::{bounded, Sender};
+use crossbeam_channel::Sender;
 use serde::Serialize;
 use toolstream_actors::item::Item;
 use toolstream_actors::shard::ShardConfig;
@@ -22,7 +22,7 @@ use crate::decode::framing::rejoin::{Joined, Lines, Rejoiner};
 use crate::decode::framing::{Frame, LineReader, DEFAULT_MAX_LINE_BYTES};
 use crate::decode::{DecodeError, Decoder, Format};
 use crate::sequencer::{self, SeqMsg, Sequencer};
-use crate::shard::{shard_of, sync_door, DoorMsg, Shard};
+use crate::shard::{shard_of, sync_door, DoorMsg, Release, Shard};
 use crate::sinks::{OutputCounts, SinkPlan, SinkSet, SinkSummary, SinkThread};
 use crate::source::Source;
 use toolstream_schemas::InputEvent;
@@ -175,7 +175,7 @@ impl GateState {
 #[derive(Clone)]
 pub struct Canceller {
     doors: Vec<Sender<DoorMsg>>,
-    sequencer: Sender<SeqMsg>,
+    sequencer: Option<Sender<SeqMsg>>,
     sinks: Arc<SinkSet>,
     gate: Gate,
 }
@@ -198,7 +198,9 @@ impl Canceller {
         for door in &self.doors {
             sync_door(door);
         }
-        sequencer::sync(&self.sequencer);
+        if let Some(queue) = &self.sequencer {
+            sequencer::sync(queue);
+        }
         self.sinks.checkpoint_all(Instant::now() + self.sinks.grace());
     }
 
@@ -278,15 +280,21 @@ impl Pipeline {
         let sink_set = Arc::new(SinkSet::new(threads.iter().map(SinkThread::port).collect(), opts.sink_grace));
         let n = opts.shards.max(1);
         tracing::debug!(shards = n, sinks = threads.len(), max_line_bytes = opts.max_line_bytes, "starting the engine");
-        let sequencer = Sequencer::start(n, sink_set.clone()).map_err(PipelineError::Start)?;
+        // One shard releases its numbers in order: it hands them to the sinks itself.
+        let sequencer =
+            if n > 1 { Some(Sequencer::start(n, sink_set.clone()).map_err(PipelineError::Start)?) } else { None };
+        let release = match &sequencer {
+            Some(s) => Release::Sequenced(s.queue()),
+            None => Release::Direct(sink_set.clone()),
+        };
         let mut shards = Vec::new();
         for i in 0..n {
-            shards.push(Shard::start(i, opts.shard.clone(), sequencer.queue()).map_err(PipelineError::Start)?);
+            shards.push(Shard::start(i, opts.shard.clone(), release.clone()).map_err(PipelineError::Start)?);
         }
         Ok(Pipeline {
             opts,
             shards,
-            sequencer: Some(sequencer),
+            sequencer,
             sinks: threads,
             sink_set,
             gate: Arc::new(Mutex::new(GateState::default())),
@@ -298,7 +306,7 @@ impl Pipeline {
     pub fn canceller(&self) -> Canceller {
         Canceller {
             doors: self.doors(),
-            sequencer: self.sequencer.as_ref().map(Sequencer::queue).unwrap_or_else(|| bounded(0).0),
+            sequencer: self.sequencer.as_ref().map(Sequencer::queue),
             sinks: self.sink_set.clone(),
             gate: self.gate.clone(),
         }

@@ -2,9 +2,11 @@
 //! channel (the shard's door). A pump thread takes batches from the door and sends each on while
 //! the one before it is still on its way, then awaits that one's passage through every stage, so
 //! a fast reader is held back by a slow shard. A numbered batch's number travels through the
-//! stages behind its outputs; at the shard's end the outputs are sealed under it and handed to
-//! the sequencer, which releases them to the sinks in an order that depends on the input only.
+//! stages behind its outputs; at the shard's end the outputs are sealed under it and released:
+//! straight to the sinks when the shard is the only one (its numbers come in order), else through
+//! the sequencer, which releases every shard's in an order that depends on the input only.
 
+use std::sync::Arc;
 use std::thread::JoinHandle;
 
 use actix::prelude::*;
@@ -16,6 +18,7 @@ use toolstream_actors::shard::ShardConfig;
 use toolstream_schemas::OutputEvent;
 
 use crate::sequencer::SeqMsg;
+use crate::sinks::SinkSet;
 
 /// Batches waiting at a shard's door before the reader blocks: one to take while the shard works
 /// on another. The reader's work per event is less than a shard's (78 M against 97 M instructions
@@ -52,11 +55,21 @@ pub fn shard_of(session: &str, shards: usize) -> usize {
     (h % shards as u64) as usize
 }
 
+/// Where a shard's sealed outputs go.
+#[derive(Clone)]
+pub enum Release {
+    /// Straight to the sinks, from the shard's thread: the only shard, whose numbers come in
+    /// order, needs no sequencer (nor a thread woken for every batch to hand them on).
+    Direct(Arc<SinkSet>),
+    /// To the sequencer, which waits for every shard to seal a number before releasing it.
+    Sequenced(Sender<SeqMsg>),
+}
+
 /// The end of every shard: collects the outputs of the batch in hand until it is sealed.
 pub struct Fanout {
     shard: usize,
     buffer: Vec<OutputEvent>,
-    sequencer: Sender<SeqMsg>,
+    release: Release,
 }
 
 impl Actor for Fanout {
@@ -80,7 +93,12 @@ impl Handler<Batch<OutputEvent>> for Fanout {
             // What was collected since the last seal is this number's. Blocking is
             // backpressure; a stopped sequencer means the engine is shutting down.
             let events = std::mem::take(&mut self.buffer);
-            let _ = self.sequencer.send(SeqMsg::Sealed { seq, shard: self.shard, events });
+            match &self.release {
+                Release::Direct(sinks) => sinks.deliver(events),
+                Release::Sequenced(queue) => {
+                    let _ = queue.send(SeqMsg::Sealed { seq, shard: self.shard, events });
+                }
+            }
         }
         Ok(handed)
     }
@@ -97,13 +115,13 @@ pub struct Shard {
 
 impl Shard {
     /// Start shard `index`: its System thread, its stages and its pump.
-    pub fn start(index: usize, cfg: ShardConfig, sequencer: Sender<SeqMsg>) -> std::io::Result<Shard> {
+    pub fn start(index: usize, cfg: ShardConfig, release: Release) -> std::io::Result<Shard> {
         let (door_tx, door_rx) = bounded::<DoorMsg>(DOOR_CAPACITY);
         let (addr_tx, addr_rx) = bounded(1);
         let actix = std::thread::Builder::new().name(format!("toolstream-shard-{index}")).spawn(move || {
             let sys = System::new();
             let first = sys.block_on(async move {
-                let fanout = Fanout { shard: index, buffer: Vec::new(), sequencer }.start();
+                let fanout = Fanout { shard: index, buffer: Vec::new(), release }.start();
                 start_shard(&cfg, fanout.recipient())
             });
             let _ = addr_tx.send((first, System::current()));

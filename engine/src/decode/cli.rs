@@ -17,7 +17,8 @@ use toolstream_schemas::{
 
 use super::raw_object;
 
-/// Most session ids kept interned; past it the table starts over.
+/// Most session ids kept interned (an id leaves when its run ends); past it the table starts
+/// over.
 const INTERNED_MAX: usize = 4_096;
 /// Longer ids are not interned (a session id is a UUID; a line may be megabytes long, and the
 /// table must stay small).
@@ -135,6 +136,10 @@ impl CliDecoder {
                 // Unknown result fields travel inside RunEnd.
                 let known = ["duration_ms", "duration_api_ms", "is_error", "result", "request_id", "usage"];
                 push(Input::RunEnded(Box::new(run_end(line, sub, &known)?)));
+                // The run is over: its id leaves the table, which then holds the sessions still
+                // running (a busy stream's few dozen) instead of thousands that ended, and stays
+                // in cache. A later run of the same session is interned anew.
+                self.sessions.remove(&*session);
                 return Ok(());
             }
             (kind, sub) => {
@@ -532,5 +537,23 @@ mod tests {
             d.intern(&format!("s{i}"));
         }
         assert!(d.sessions.len() <= INTERNED_MAX);
+    }
+
+    #[test]
+    fn a_session_leaves_the_table_when_its_run_ends() {
+        let mut d = CliDecoder::default();
+        let mut out = Vec::new();
+        let line = |kind: &str, sub: &str| {
+            format!(r#"{{"type":"{kind}","subtype":"{sub}","session_id":"s-9","timestamp_ms":5}}"#)
+        };
+        d.decode(&line("system", "init"), SourcePos::default(), &mut out).unwrap();
+        assert!(d.sessions.contains("s-9"), "a running session is interned");
+        d.decode(&line("result", "success"), SourcePos::default(), &mut out).unwrap();
+        assert!(matches!(out.last().map(|e| &e.kind), Some(Input::RunEnded(_))));
+        assert!(!d.sessions.contains("s-9"), "an ended run's session is not kept");
+        // A later run of the session gets the same id in a new `Arc`, interned again.
+        d.decode(&line("system", "init"), SourcePos::default(), &mut out).unwrap();
+        assert!(d.sessions.contains("s-9"));
+        assert_eq!(out.iter().map(|e| &*e.session).collect::<Vec<_>>(), ["s-9"; 3]);
     }
 }

@@ -585,9 +585,11 @@ fn encode_body(out: &mut Vec<u8>, run: &str, phase: &str, fields: Fields) -> io:
     out.extend_from_slice(b",\"phase\":");
     serde_json::to_writer(&mut *out, bound_str(phase).as_ref())?;
     for (key, value) in fields {
-        out.push(b',');
-        serde_json::to_writer(&mut *out, key)?;
-        out.push(b':');
+        // A key is one of this module's names, plain ASCII: written as it is, not escaped.
+        debug_assert!(key.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_'), "{key}");
+        out.extend_from_slice(b",\"");
+        out.extend_from_slice(key.as_bytes());
+        out.extend_from_slice(b"\":");
         serde_json::to_writer(&mut *out, &value)?;
     }
     out.extend_from_slice(b"}\n");
@@ -606,6 +608,15 @@ mod tests {
 
     fn ev(run: &Arc<RunId>, at_ms: u64, kind: Output) -> OutputEvent {
         OutputEvent { run: run.clone(), at_ms, kind }
+    }
+
+    #[test]
+    fn diagnostic_field_names_are_written_as_they_are() {
+        // `encode_body` writes keys without escaping them.
+        for name in DIAGNOSTIC_ALLOWLIST {
+            assert!(name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_'), "{name}");
+            assert_eq!(serde_json::to_string(name).unwrap(), format!("\"{name}\""));
+        }
     }
 
     #[test]

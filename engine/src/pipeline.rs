@@ -457,7 +457,6 @@ impl Pipeline {
             handed_at: 0,
             // Each source keeps its own time: a recording is never clamped by what was read before.
             time: EventTime::default(),
-            // The stats counter is always there; the user's sinks follow it.
             user_sinks_failed: self.sinks.iter().map(SinkThread::failed_flag).collect(),
             checked_at: 0,
         }

@@ -20,13 +20,17 @@ use toolstream_schemas::OutputEvent;
 use crate::sequencer::SeqMsg;
 use crate::sinks::SinkSet;
 
-/// Batches waiting at a shard's door before the reader blocks: one to take while the shard works
-/// on another. The reader's work per event is less than a shard's (78 M against 97 M instructions
-/// on the 4 MB bench corpus), so the door is full nearly all the time; a deeper one only keeps
-/// more decoded batches waiting, out of cache by the time the shard reaches them. Measured on the
-/// 200 MB bench corpus, four rounds against 8: 1.11-1.13x the MB/s into a null sink, 1.07-1.14x
-/// into the JSONL trace, the same into a pi session, 3-4 MiB less peak RSS.
-const DOOR_CAPACITY: usize = 2;
+/// Batches waiting at a shard's door before the reader blocks. The reader and the shard are
+/// about even, each one the slower now and then (their work varies along a stream, and a sink's
+/// thread takes a core from either): with two batches here each waited on the other for about a
+/// third of its own running time in a run into the JSONL trace (`perf sched`, 200 MB: the reader
+/// 248 ms against 657 ms running, the shard 220 ms against 614 ms, a core idle meanwhile). Eight
+/// absorb that; deeper ones keep decoded batches waiting until they are out of the cache.
+/// Measured on the 200 MB bench corpus, 21 alternating runs each, medians against 2: the JSONL
+/// trace 0.730 → 0.681 s, a pi session 0.793 → 0.766 s, a null sink the same (0.479 → 0.480 s);
+/// with 16, a null sink 0.546 → 0.578 s; 12 against 8, a null sink 0.521 → 0.560 s, the trace the
+/// same.
+const DOOR_CAPACITY: usize = 8;
 
 /// What a shard's door takes.
 pub enum DoorMsg {

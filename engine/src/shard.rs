@@ -22,14 +22,14 @@ use crate::sinks::SinkSet;
 
 /// Batches waiting at a shard's door before the reader blocks. The reader and the shard are
 /// about even, each one the slower now and then (their work varies along a stream, and a sink's
-/// thread takes a core from either): with two batches here each waited on the other for about a
-/// third of its own running time in a run into the JSONL trace (`perf sched`, 200 MB: the reader
-/// 248 ms against 657 ms running, the shard 220 ms against 614 ms, a core idle meanwhile). Eight
-/// absorb that; deeper ones keep decoded batches waiting until they are out of the cache.
-/// Measured on the 200 MB bench corpus, 21 alternating runs each, medians against 2: the JSONL
-/// trace 0.730 → 0.681 s, a pi session 0.793 → 0.766 s, a null sink the same (0.479 → 0.480 s);
-/// with 16, a null sink 0.546 → 0.578 s; 12 against 8, a null sink 0.521 → 0.560 s, the trace the
-/// same.
+/// thread takes a core from either): in a run into the JSONL trace each waits on the other for a
+/// third of its own running time, or a little less, a core idle meanwhile (`perf sched`, 200 MB:
+/// with two batches here the reader waited 190–248 ms against 486–657 ms running, the shard
+/// 164–220 ms against 467–614 ms; with eight, 155–213 and 132–187 ms). More room helps the sinks
+/// while deeper doors keep decoded batches waiting until they are out of the cache. Measured on
+/// the 200 MB bench corpus, 21 alternating runs each, medians against 2: the JSONL trace 0.730 →
+/// 0.681 s, a pi session 0.793 → 0.766 s, a null sink the same (0.479 → 0.480 s); with 16, a null
+/// sink 0.546 → 0.578 s; 12 against 8, a null sink 0.521 → 0.560 s, the trace the same.
 const DOOR_CAPACITY: usize = 8;
 
 /// What a shard's door takes.

@@ -25,7 +25,8 @@ use crate::sinks::SinkSet;
 /// thread takes a core from either): in a run into the JSONL trace each waits on the other for a
 /// third of its own running time, or a little less, a core idle meanwhile (`perf sched`, 200 MB:
 /// with two batches here the reader waited 190–248 ms against 486–657 ms running, the shard
-/// 164–220 ms against 467–614 ms; with eight, 155–213 and 132–187 ms). More room helps the sinks
+/// 164–220 ms against 467–614 ms; with eight, not clearly less: 155–524 and 132–195 ms over
+/// three runs). Why more room helps is not explained, but it does, for the stages with a sink,
 /// while deeper doors keep decoded batches waiting until they are out of the cache. Measured on
 /// the 200 MB bench corpus, 21 alternating runs each, medians against 2: the JSONL trace 0.730 →
 /// 0.681 s, a pi session 0.793 → 0.766 s, a null sink the same (0.479 → 0.480 s); with 16, a null

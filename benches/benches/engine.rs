@@ -226,6 +226,12 @@ fn bench_scrub(c: &mut Criterion) {
             }
         }
     }
+    // Without the captures the bench would time an empty loop and report picoseconds.
+    assert!(
+        !captures.is_empty(),
+        "no recorded captures under {}: the scrub bench needs ../shared/fixtures/cursor-cli",
+        toolstream_testkit::shared_dir().display()
+    );
     let env =
         "AWS_ACCESS_KEY_ID=AKIAUJZDE8GXD6NCF10E\nAWS_SECRET_ACCESS_KEY=EVHzc0X0AWIRh+JUqBlIFXZ53Ncqe28/ajY75FnC\n\
                GITHUB_TOKEN=ghp_jIhKtJ0RlgLKOmxgJTeKdNnFRIBXuDL7Dxtp\nDB_PASSWORD=hunter2\nPORT=8080\n\

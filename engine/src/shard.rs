@@ -36,7 +36,7 @@ const DOOR_CAPACITY: usize = 8;
 /// What a shard's door takes.
 pub enum DoorMsg {
     /// Items to process. A numbered batch is sealed once processed: its outputs (and any from
-    /// unnumbered ones before it, such as ticks) go to the sequencer under that number.
+    /// unnumbered ones before it, such as ticks) are released under that number.
     Items { seq: Option<u64>, items: Vec<Item> },
     /// Reply once everything sent before has passed every stage and was sealed.
     Sync(Sender<()>),
@@ -95,8 +95,9 @@ impl Handler<Batch<OutputEvent>> for Fanout {
             events
         };
         if let Some(seq) = seal {
-            // What was collected since the last seal is this number's. Blocking is
-            // backpressure; a stopped sequencer means the engine is shutting down.
+            // What was collected since the last seal is this number's. Blocking (on a full
+            // `block` sink or the sequencer's queue) is backpressure; a stopped sequencer means
+            // the engine is shutting down.
             let events = std::mem::take(&mut self.buffer);
             match &self.release {
                 Release::Direct(sinks) => sinks.deliver(events),

@@ -15,11 +15,11 @@ use std::sync::Arc;
 
 use serde::ser::SerializeMap;
 use serde::{Serialize, Serializer};
-use serde_json::{Map, Value};
+use serde_json::Value;
 use toolstream_schemas::by_arc::ByArc;
 use toolstream_schemas::ids::hash8;
 use toolstream_schemas::{
-    Card, DiagFields, IncompleteCall, Output, OutputEvent, RunId, RunStatus, RunTotals, StopReason, Usage,
+    Card, DiagFields, IncompleteCall, Output, OutputEvent, RunId, RunStatus, RunTotals, StopReason, TokenUsage, Usage,
 };
 
 use crate::{Sink, SinkError};
@@ -75,55 +75,40 @@ pub const DIAGNOSTIC_ALLOWLIST: &[&str] = &[
 
 const CURSOR_MCP_CALL_PREFIX: &str = "cursor-mcp-call-";
 
-/// Key/value pairs of one line after `ts`, `run` and `phase`, in the order written.
-type Fields<'a> = Vec<(&'static str, Field<'a>)>;
+/// The rest of one line after `ts`, `run` and `phase`: `,"key":value` pairs written straight into
+/// the line's buffer, every string bounded (no list of fields, no JSON value per number).
+struct LineWriter<'o>(&'o mut Vec<u8>);
 
-/// A field's value, borrowed from its event where it can be (no copy per line).
-enum Field<'a> {
-    Str(&'a str),
-    Ref(&'a Value),
-    Json(Value),
-    Usage(&'a Usage),
-}
-
-impl<'a> From<&'a str> for Field<'a> {
-    fn from(s: &'a str) -> Self {
-        Field::Str(s)
+impl LineWriter<'_> {
+    /// `,"key":` — a key is one of this module's names, plain ASCII: written as it is.
+    fn key(&mut self, key: &'static str) {
+        debug_assert!(key.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_'), "{key}");
+        self.0.extend_from_slice(b",\"");
+        self.0.extend_from_slice(key.as_bytes());
+        self.0.extend_from_slice(b"\":");
     }
-}
 
-impl From<Value> for Field<'_> {
-    fn from(v: Value) -> Self {
-        Field::Json(v)
+    fn json<T: Serialize + ?Sized>(&mut self, key: &'static str, value: &T) -> io::Result<()> {
+        self.key(key);
+        serde_json::to_writer(&mut *self.0, value)?;
+        Ok(())
     }
-}
 
-impl From<u64> for Field<'_> {
-    fn from(n: u64) -> Self {
-        Field::Json(n.into())
+    fn str(&mut self, key: &'static str, s: &str) -> io::Result<()> {
+        self.json(key, bound_str(s).as_ref())
     }
-}
 
-impl From<u32> for Field<'_> {
-    fn from(n: u32) -> Self {
-        Field::Json(n.into())
-    }
-}
-
-impl From<bool> for Field<'_> {
-    fn from(b: bool) -> Self {
-        Field::Json(b.into())
-    }
-}
-
-impl Serialize for Field<'_> {
-    fn serialize<S: Serializer>(&self, ser: S) -> Result<S::Ok, S::Error> {
-        match self {
-            Field::Str(s) => ser.serialize_str(&bound_str(s)),
-            Field::Ref(v) => Bounded(v).serialize(ser),
-            Field::Json(v) => Bounded(v).serialize(ser),
-            Field::Usage(u) => UsageCounts(u).serialize(ser),
+    /// A string, or `null`.
+    fn opt_str(&mut self, key: &'static str, s: Option<&str>) -> io::Result<()> {
+        match s {
+            Some(s) => self.str(key, s),
+            None => self.json(key, &()),
         }
+    }
+
+    /// A JSON value with every string in it bounded.
+    fn value(&mut self, key: &'static str, v: &Value) -> io::Result<()> {
+        self.json(key, &Bounded(v))
     }
 }
 
@@ -239,7 +224,7 @@ impl<W: Write + Send> JsonlTraceSink<W> {
         }
         // Every event tells its run's time, lines or not (a text delta may be the first to).
         self.untimed.learn(ev);
-        if let Some((phase, fields)) = self.map_event(ev) {
+        if let Some((phase, counters)) = self.map_event(ev) {
             if self.labels.len() >= MAX_LABELS && !self.labels.contains_key(&ev.run) {
                 self.labels.clear();
             }
@@ -248,7 +233,7 @@ impl<W: Write + Send> JsonlTraceSink<W> {
                 // Encoded straight into the batch, taken back if it does not fit.
                 let start = self.pending.len();
                 let encoded = encode_ts(&mut self.pending, ev.at_ms)
-                    .and_then(|()| encode_body(&mut self.pending, label, &phase, fields));
+                    .and_then(|()| encode_body(&mut self.pending, label, &phase, &ev.kind, counters));
                 if let Err(e) = encoded {
                     self.pending.truncate(start);
                     return Err(e);
@@ -261,7 +246,7 @@ impl<W: Write + Send> JsonlTraceSink<W> {
             } else {
                 // Encoded in a buffer kept warm, then held in one allocation of its size.
                 self.scratch.clear();
-                encode_body(&mut self.scratch, label, &phase, fields)?;
+                encode_body(&mut self.scratch, label, &phase, &ev.kind, counters)?;
                 self.untimed.hold(ev, self.scratch.as_slice().to_vec());
             }
             if matches!(ev.kind, Output::RunClosed { .. }) {
@@ -338,11 +323,12 @@ impl<W: Write + Send> JsonlTraceSink<W> {
         add(self.runs.state_of(run, RunCounters::default));
     }
 
-    /// The phase and fields of `ev`'s line, or `None` for events only counted.
-    fn map_event<'a>(&mut self, ev: &'a OutputEvent) -> Option<(Cow<'a, str>, Fields<'a>)> {
-        let (phase, fields): (Cow<'a, str>, Fields<'a>) = match &ev.kind {
-            Output::RunOpened { model, .. } => ("run_opened".into(), vec![f("model", opt_str(model))]),
-            Output::MessageStarted { turn } => ("message_started".into(), vec![f("turn", (*turn).into())]),
+    /// The phase of `ev`'s line (with its run's counters, which its close writes), or `None` for
+    /// events only counted.
+    fn map_event<'a>(&mut self, ev: &'a OutputEvent) -> Option<(Cow<'a, str>, RunCounters)> {
+        let phase: Cow<'a, str> = match &ev.kind {
+            Output::RunOpened { .. } => "run_opened".into(),
+            Output::MessageStarted { .. } => "message_started".into(),
             Output::Text { .. } => {
                 self.count(&ev.run, |c| c.text_deltas += 1);
                 return None;
@@ -353,40 +339,19 @@ impl<W: Write + Send> JsonlTraceSink<W> {
             }
             // Internal to the usage stage (sinks never see it); nothing to trace if one slips through.
             Output::BlockEnded { .. } => return None,
-            Output::LifecycleLine { call, title, label } => (
-                "tool_lifecycle".into(),
-                vec![
-                    f("callIdHash", call.hash.as_str().into()),
-                    f("title", title.as_str().into()),
-                    f("label", label.as_str().into()),
-                ],
-            ),
-            Output::ShellProgress { call, stream, line } => (
-                "shell_progress".into(),
-                vec![
-                    f("callIdHash", call.hash.as_str().into()),
-                    f("stream", stream.as_str().into()),
-                    f("line", line.as_str().into()),
-                ],
-            ),
-            Output::Card(card) => ("tool_completed".into(), card_fields(card)),
-            Output::IncompleteCall(inc) => incomplete_line(inc),
-            Output::MessageEnded { turn, stop_reason, usage, error } => (
-                "message_ended".into(),
-                vec![
-                    f("turn", (*turn).into()),
-                    f("stopReason", stop_reason_str(*stop_reason).into()),
-                    f("error", opt_str(error)),
-                    f("usage", Field::Usage(usage)),
-                ],
-            ),
-            Output::RunClosed { status, totals, error, .. } => {
+            Output::LifecycleLine { .. } => "tool_lifecycle".into(),
+            Output::ShellProgress { .. } => "shell_progress".into(),
+            Output::Card(_) => "tool_completed".into(),
+            Output::IncompleteCall(inc) if inc.visible => "tool_incomplete".into(),
+            Output::IncompleteCall(_) => "discarded-incomplete-started-tool-call".into(),
+            Output::MessageEnded { .. } => "message_ended".into(),
+            Output::RunClosed { .. } => {
                 let counters = self.runs.remove(&ev.run).unwrap_or_default();
-                ("run_closed".into(), run_closed_fields(*status, totals, error.as_deref(), counters))
+                return Some(("run_closed".into(), counters));
             }
-            Output::Diagnostic { phase, fields } => (phase.as_ref().into(), diagnostic_fields(fields)),
+            Output::Diagnostic { phase, .. } => phase.as_ref().into(),
         };
-        Some((phase, fields))
+        Some((phase, RunCounters::default()))
     }
 }
 
@@ -430,18 +395,6 @@ fn run_label(run: &RunId) -> String {
     }
 }
 
-fn f<'a>(key: &'static str, value: Field<'a>) -> (&'static str, Field<'a>) {
-    (key, value)
-}
-
-fn opt_str(s: &Option<String>) -> Field<'_> {
-    s.as_deref().map_or(Field::Json(Value::Null), Field::Str)
-}
-
-fn opt_u64<'a>(n: Option<u64>) -> Field<'a> {
-    Field::Json(n.map_or(Value::Null, Value::from))
-}
-
 fn stop_reason_str(r: StopReason) -> &'static str {
     match r {
         StopReason::Stop => "stop",
@@ -468,80 +421,114 @@ impl Serialize for UsageCounts<'_> {
     }
 }
 
-fn card_fields(card: &Card) -> Fields<'_> {
-    vec![
-        f("callIdHash", card.call.hash.as_str().into()),
-        f("toolName", card.source_tool.name().into()),
-        f("piTool", (*card.pi_tool).into()),
-        f("title", (*card.title).into()),
-        f("summary", card.summary.as_str().into()),
-        f("isError", card.is_error.into()),
-        f("replayId", card.replay_id.as_str().into()),
-        f("startedMs", opt_u64(card.started_ms)),
-        f("completedMs", opt_u64(card.completed_ms)),
-    ]
-}
-
-fn incomplete_line(inc: &IncompleteCall) -> (Cow<'static, str>, Fields<'_>) {
-    let mut fields = vec![
-        f("toolName", inc.source_tool.name().into()),
-        f("callIdHash", inc.call.hash.as_str().into()),
-        f("reason", inc.reason.as_str().into()),
-    ];
-    if inc.visible {
-        fields.push(f("title", inc.title.as_str().into()));
-        ("tool_incomplete".into(), fields)
-    } else {
-        ("discarded-incomplete-started-tool-call".into(), fields)
+/// The fields of `kind`'s line, after its phase (`counters`: what its run streamed, for its close).
+fn write_fields(w: &mut LineWriter<'_>, kind: &Output, counters: RunCounters) -> io::Result<()> {
+    match kind {
+        Output::RunOpened { model, .. } => w.opt_str("model", model.as_deref()),
+        Output::MessageStarted { turn } => w.json("turn", turn),
+        Output::Text { .. } | Output::Thinking { .. } | Output::BlockEnded { .. } => Ok(()),
+        Output::LifecycleLine { call, title, label } => {
+            w.str("callIdHash", &call.hash)?;
+            w.str("title", title)?;
+            w.str("label", label)
+        }
+        Output::ShellProgress { call, stream, line } => {
+            w.str("callIdHash", &call.hash)?;
+            w.str("stream", stream.as_str())?;
+            w.str("line", line)
+        }
+        Output::Card(card) => card_fields(w, card),
+        Output::IncompleteCall(inc) => incomplete_fields(w, inc),
+        Output::MessageEnded { turn, stop_reason, usage, error } => {
+            w.json("turn", turn)?;
+            w.str("stopReason", stop_reason_str(*stop_reason))?;
+            w.opt_str("error", error.as_deref())?;
+            w.json("usage", &UsageCounts(usage))
+        }
+        Output::RunClosed { status, totals, error, .. } => {
+            run_closed_fields(w, *status, totals, error.as_deref(), counters)
+        }
+        Output::Diagnostic { fields, .. } => diagnostic_fields(w, fields),
     }
 }
 
-fn run_closed_fields<'a>(
+fn card_fields(w: &mut LineWriter<'_>, card: &Card) -> io::Result<()> {
+    w.str("callIdHash", &card.call.hash)?;
+    w.str("toolName", card.source_tool.name())?;
+    w.str("piTool", &card.pi_tool)?;
+    w.str("title", &card.title)?;
+    w.str("summary", &card.summary)?;
+    w.json("isError", &card.is_error)?;
+    w.str("replayId", &card.replay_id)?;
+    w.json("startedMs", &card.started_ms)?;
+    w.json("completedMs", &card.completed_ms)
+}
+
+/// A call that never completed: shown (`tool_incomplete`) or discarded.
+fn incomplete_fields(w: &mut LineWriter<'_>, inc: &IncompleteCall) -> io::Result<()> {
+    w.str("toolName", inc.source_tool.name())?;
+    w.str("callIdHash", &inc.call.hash)?;
+    w.str("reason", inc.reason.as_str())?;
+    if inc.visible {
+        w.str("title", &inc.title)?;
+    }
+    Ok(())
+}
+
+fn run_closed_fields(
+    w: &mut LineWriter<'_>,
     status: RunStatus,
     totals: &RunTotals,
-    error: Option<&'a str>,
+    error: Option<&str>,
     counters: RunCounters,
-) -> Fields<'a> {
-    let reported = totals.reported_usage.map_or(Value::Null, |u| {
-        let mut m = Map::new();
-        m.insert("inputTokens".into(), u.input_tokens.into());
-        m.insert("outputTokens".into(), u.output_tokens.into());
-        m.insert("cacheReadTokens".into(), u.cache_read_tokens.into());
-        m.insert("cacheWriteTokens".into(), u.cache_write_tokens.into());
-        m.insert("total".into(), u.total().into());
-        Value::Object(m)
-    });
-    vec![
-        f("status", status.as_str().into()),
-        f("error", error.map_or(Field::Json(Value::Null), Field::Str)),
-        f("cards", totals.cards.into()),
-        f("errorCards", totals.error_cards.into()),
-        f("incompleteCalls", totals.incomplete_calls.into()),
-        f("messages", totals.messages.into()),
-        f("durationMs", opt_u64(totals.duration_ms)),
-        f("reportedUsage", Field::Json(reported)),
-        f("textDeltas", counters.text_deltas.into()),
-        f("thinkingDeltas", counters.thinking_deltas.into()),
-    ]
+) -> io::Result<()> {
+    w.str("status", status.as_str())?;
+    w.opt_str("error", error)?;
+    w.json("cards", &totals.cards)?;
+    w.json("errorCards", &totals.error_cards)?;
+    w.json("incompleteCalls", &totals.incomplete_calls)?;
+    w.json("messages", &totals.messages)?;
+    w.json("durationMs", &totals.duration_ms)?;
+    w.json("reportedUsage", &totals.reported_usage.as_ref().map(ReportedUsage))?;
+    w.json("textDeltas", &counters.text_deltas)?;
+    w.json("thinkingDeltas", &counters.thinking_deltas)
+}
+
+/// A run's reported usage, written as the JSON object of its counts in name order.
+struct ReportedUsage<'a>(&'a TokenUsage);
+
+impl Serialize for ReportedUsage<'_> {
+    fn serialize<S: Serializer>(&self, ser: S) -> Result<S::Ok, S::Error> {
+        let u = self.0;
+        let mut map = ser.serialize_map(Some(5))?;
+        map.serialize_entry("cacheReadTokens", &u.cache_read_tokens)?;
+        map.serialize_entry("cacheWriteTokens", &u.cache_write_tokens)?;
+        map.serialize_entry("inputTokens", &u.input_tokens)?;
+        map.serialize_entry("outputTokens", &u.output_tokens)?;
+        map.serialize_entry("total", &u.total())?;
+        map.end()
+    }
 }
 
 /// Keep only allowlisted keys (in the map's order), hash a raw `cursorMcpCallId`, and report how
 /// many keys were dropped as `droppedFields` when any were.
-fn diagnostic_fields(fields: &DiagFields) -> Fields<'_> {
-    let mut out = Fields::with_capacity(fields.len() + 1);
+fn diagnostic_fields(w: &mut LineWriter<'_>, fields: &DiagFields) -> io::Result<()> {
     let mut dropped: u64 = 0;
     for (key, value) in fields.iter() {
         let Some(name) = DIAGNOSTIC_ALLOWLIST.iter().find(|k| **k == key) else {
             dropped += 1;
             continue;
         };
-        let value = if *name == "cursorMcpCallId" { Field::Json(hashed_mcp_call_id(value)) } else { Field::Ref(value) };
-        out.push(f(name, value));
+        if *name == "cursorMcpCallId" {
+            w.value(name, &hashed_mcp_call_id(value))?;
+        } else {
+            w.value(name, value)?;
+        }
     }
     if dropped > 0 {
-        out.push(f("droppedFields", dropped.into()));
+        w.json("droppedFields", &dropped)?;
     }
-    out
+    Ok(())
 }
 
 /// `cursor-mcp-call-<8 hex>` as given; anything else (a raw MCP id) hashed into that form.
@@ -579,19 +566,12 @@ fn encode_ts(out: &mut Vec<u8>, ts: u64) -> io::Result<()> {
 }
 
 /// Encode the rest of a line, `,"run":…,"phase":…,<fields>}\n`, into `out`, every string bounded.
-fn encode_body(out: &mut Vec<u8>, run: &str, phase: &str, fields: Fields) -> io::Result<()> {
+fn encode_body(out: &mut Vec<u8>, run: &str, phase: &str, kind: &Output, counters: RunCounters) -> io::Result<()> {
     out.extend_from_slice(b",\"run\":");
     serde_json::to_writer(&mut *out, run)?;
     out.extend_from_slice(b",\"phase\":");
     serde_json::to_writer(&mut *out, bound_str(phase).as_ref())?;
-    for (key, value) in fields {
-        // A key is one of this module's names, plain ASCII: written as it is, not escaped.
-        debug_assert!(key.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_'), "{key}");
-        out.extend_from_slice(b",\"");
-        out.extend_from_slice(key.as_bytes());
-        out.extend_from_slice(b"\":");
-        serde_json::to_writer(&mut *out, &value)?;
-    }
+    write_fields(&mut LineWriter(out), kind, counters)?;
     out.extend_from_slice(b"}\n");
     Ok(())
 }
@@ -599,6 +579,7 @@ fn encode_body(out: &mut Vec<u8>, run: &str, phase: &str, fields: Fields) -> io:
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::Map;
     use toolstream_schemas::ids::call_ref;
     use toolstream_schemas::ShellStream;
 

@@ -453,6 +453,7 @@ impl Pipeline {
             ticker,
             pacer: Pacer::default(),
             pending: (0..self.shards.len()).map(|_| Vec::new()).collect(),
+            read_here: vec![true; self.shards.len()],
             pending_bytes: 0,
             handed_at: 0,
             // Each source keeps its own time: a recording is never clamped by what was read before.
@@ -497,15 +498,20 @@ impl Pipeline {
                 }
             }
         }
-        match &ev.kind {
-            Input::RunEnded(_) => feed.time.forget(&ev.session),
-            // Read on this thread: the shard's is the busier one.
-            Input::ToolStarted(t) => t.read_args(),
-            Input::ToolCompleted(t) => t.read_result(self.opts.shard.keep_recorded),
-            _ => {}
+        if let Input::RunEnded(_) = &ev.kind {
+            feed.time.forget(&ev.session);
         }
         self.stats.input_events += 1;
         let k = shard_of(self.nested.route(&ev), self.shards.len());
+        // A payload is read once, on whichever thread gets to it first: here while the shard is
+        // behind (the reading thread has time to spare), else by the shard when a stage needs it.
+        if feed.read_here[k] {
+            match &ev.kind {
+                Input::ToolStarted(t) => t.read_args(),
+                Input::ToolCompleted(t) => t.read_result(self.opts.shard.keep_recorded),
+                _ => {}
+            }
+        }
         feed.pending[k].push(Item::Input(ev));
     }
 
@@ -520,7 +526,11 @@ impl Pipeline {
         }
         feed.handed_at += feed.pending_bytes;
         feed.pending_bytes = 0;
-        self.send_all(&mut feed.pending)
+        let sent = self.send_all(&mut feed.pending);
+        for (here, shard) in feed.read_here.iter_mut().zip(&self.shards) {
+            *here = shard.is_behind();
+        }
+        sent
     }
 
     /// End of a source: whatever is still open ended without its `result` (unless the pipeline
@@ -648,6 +658,9 @@ struct Feed {
     ticker: Option<Ticker>,
     pacer: Pacer,
     pending: Vec<Vec<Item>>,
+    /// Per shard: whether the payloads of its next batch are read on this thread (the shard was
+    /// behind at the last hand-over).
+    read_here: Vec<bool>,
     /// Source bytes read into `pending`, and the source position where it started.
     pending_bytes: u64,
     handed_at: u64,

@@ -148,6 +148,12 @@ impl Shard {
         }
     }
 
+    /// Whether the shard is behind its reader: at least half its door is full. The reader then
+    /// has time to spare, and takes on work the shard would otherwise do (reading payloads).
+    pub fn is_behind(&self) -> bool {
+        self.door.as_ref().is_some_and(|d| d.len() >= DOOR_CAPACITY / 2)
+    }
+
     /// Wait until everything sent so far has passed every stage and was sealed.
     pub fn sync(&self) {
         if let Some(door) = &self.door {

@@ -281,8 +281,8 @@ impl ToolEvent {
     /// fields, or (for a tool no model knows: its card lists them) their tree. For a call's
     /// start: its completion shares these args when it carries the same text (the intake stage
     /// gives it the start's), so the card reads what was read here. The reading thread calls
-    /// this before it hands the event to its shard: each payload is still read once, but off
-    /// the shard's thread, the busier of the two.
+    /// this before it hands the event to its shard when the shard is behind: each payload is
+    /// still read once, on whichever of the two threads has time for it.
     pub fn read_args(&self) {
         match (&self.args, self.payload_kind()) {
             (Some(args), Some(_)) => {

@@ -623,6 +623,28 @@ mod tests {
         assert_eq!(serde_json::to_string(&UsageCounts(&u)).unwrap(), serde_json::to_string(&m).unwrap());
     }
 
+    #[test]
+    fn reported_usage_is_written_as_the_map_of_its_counts() {
+        let u = TokenUsage {
+            input_tokens: 14_781,
+            output_tokens: 19,
+            cache_read_tokens: 300,
+            cache_write_tokens: 4_000,
+            reasoning_tokens: Some(7),
+        };
+        let mut m = Map::new();
+        for (k, v) in [
+            ("inputTokens", u.input_tokens),
+            ("outputTokens", u.output_tokens),
+            ("cacheReadTokens", u.cache_read_tokens),
+            ("cacheWriteTokens", u.cache_write_tokens),
+            ("total", u.total()),
+        ] {
+            m.insert(k.into(), v.into());
+        }
+        assert_eq!(serde_json::to_string(&ReportedUsage(&u)).unwrap(), serde_json::to_string(&m).unwrap());
+    }
+
     fn lines(bytes: &[u8]) -> Vec<Value> {
         let text = std::str::from_utf8(bytes).unwrap();
         text.lines().map(|l| serde_json::from_str(l).unwrap()).collect()

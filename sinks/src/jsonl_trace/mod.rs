@@ -404,21 +404,40 @@ fn stop_reason_str(r: StopReason) -> &'static str {
     }
 }
 
-/// A message's usage, written as the JSON object of its counts in name order (as a
-/// `serde_json::Map` of them writes it), without building one per message.
-struct UsageCounts<'a>(&'a Usage);
+/// Counts written as a JSON object in the order given (the trace gives name order, as the
+/// `serde_json::Map` of them it replaces wrote them), without building one per line.
+struct Counts<const N: usize>([(&'static str, u64); N]);
 
-impl Serialize for UsageCounts<'_> {
+impl<const N: usize> Serialize for Counts<N> {
     fn serialize<S: Serializer>(&self, ser: S) -> Result<S::Ok, S::Error> {
-        let u = self.0;
-        let mut map = ser.serialize_map(Some(5))?;
-        map.serialize_entry("cacheRead", &u.cache_read)?;
-        map.serialize_entry("cacheWrite", &u.cache_write)?;
-        map.serialize_entry("input", &u.input)?;
-        map.serialize_entry("output", &u.output)?;
-        map.serialize_entry("totalTokens", &u.total_tokens)?;
+        let mut map = ser.serialize_map(Some(N))?;
+        for (name, count) in &self.0 {
+            map.serialize_entry(name, count)?;
+        }
         map.end()
     }
+}
+
+/// A message's usage.
+fn usage_counts(u: &Usage) -> Counts<5> {
+    Counts([
+        ("cacheRead", u.cache_read),
+        ("cacheWrite", u.cache_write),
+        ("input", u.input),
+        ("output", u.output),
+        ("totalTokens", u.total_tokens),
+    ])
+}
+
+/// A run's usage as its source reported it.
+fn reported_counts(u: &TokenUsage) -> Counts<5> {
+    Counts([
+        ("cacheReadTokens", u.cache_read_tokens),
+        ("cacheWriteTokens", u.cache_write_tokens),
+        ("inputTokens", u.input_tokens),
+        ("outputTokens", u.output_tokens),
+        ("total", u.total()),
+    ])
 }
 
 /// The fields of `kind`'s line, after its phase (`counters`: what its run streamed, for its close).
@@ -443,7 +462,7 @@ fn write_fields(w: &mut LineWriter<'_>, kind: &Output, counters: RunCounters) ->
             w.json("turn", turn)?;
             w.str("stopReason", stop_reason_str(*stop_reason))?;
             w.opt_str("error", error.as_deref())?;
-            w.json("usage", &UsageCounts(usage))
+            w.json("usage", &usage_counts(usage))
         }
         Output::RunClosed { status, totals, error, .. } => {
             run_closed_fields(w, *status, totals, error.as_deref(), counters)
@@ -489,25 +508,9 @@ fn run_closed_fields(
     w.json("incompleteCalls", &totals.incomplete_calls)?;
     w.json("messages", &totals.messages)?;
     w.json("durationMs", &totals.duration_ms)?;
-    w.json("reportedUsage", &totals.reported_usage.as_ref().map(ReportedUsage))?;
+    w.json("reportedUsage", &totals.reported_usage.as_ref().map(reported_counts))?;
     w.json("textDeltas", &counters.text_deltas)?;
     w.json("thinkingDeltas", &counters.thinking_deltas)
-}
-
-/// A run's reported usage, written as the JSON object of its counts in name order.
-struct ReportedUsage<'a>(&'a TokenUsage);
-
-impl Serialize for ReportedUsage<'_> {
-    fn serialize<S: Serializer>(&self, ser: S) -> Result<S::Ok, S::Error> {
-        let u = self.0;
-        let mut map = ser.serialize_map(Some(5))?;
-        map.serialize_entry("cacheReadTokens", &u.cache_read_tokens)?;
-        map.serialize_entry("cacheWriteTokens", &u.cache_write_tokens)?;
-        map.serialize_entry("inputTokens", &u.input_tokens)?;
-        map.serialize_entry("outputTokens", &u.output_tokens)?;
-        map.serialize_entry("total", &u.total())?;
-        map.end()
-    }
 }
 
 /// Keep only allowlisted keys (in the map's order), hash a raw `cursorMcpCallId`, and report how
@@ -620,7 +623,7 @@ mod tests {
         ] {
             m.insert(k.into(), v.into());
         }
-        assert_eq!(serde_json::to_string(&UsageCounts(&u)).unwrap(), serde_json::to_string(&m).unwrap());
+        assert_eq!(serde_json::to_string(&usage_counts(&u)).unwrap(), serde_json::to_string(&m).unwrap());
     }
 
     #[test]
@@ -642,7 +645,7 @@ mod tests {
         ] {
             m.insert(k.into(), v.into());
         }
-        assert_eq!(serde_json::to_string(&ReportedUsage(&u)).unwrap(), serde_json::to_string(&m).unwrap());
+        assert_eq!(serde_json::to_string(&reported_counts(&u)).unwrap(), serde_json::to_string(&m).unwrap());
     }
 
     fn lines(bytes: &[u8]) -> Vec<Value> {

@@ -88,12 +88,14 @@ impl LineWriter<'_> {
         self.0.extend_from_slice(b"\":");
     }
 
+    /// A value as serde_json writes it (numbers, `null`, booleans, small objects).
     fn json<T: Serialize + ?Sized>(&mut self, key: &'static str, value: &T) -> io::Result<()> {
         self.key(key);
         serde_json::to_writer(&mut *self.0, value)?;
         Ok(())
     }
 
+    /// A string, bounded.
     fn str(&mut self, key: &'static str, s: &str) -> io::Result<()> {
         self.json(key, bound_str(s).as_ref())
     }
@@ -596,7 +598,7 @@ mod tests {
 
     #[test]
     fn diagnostic_field_names_are_written_as_they_are() {
-        // `encode_body` writes keys without escaping them.
+        // `LineWriter::key` writes keys without escaping them.
         for name in DIAGNOSTIC_ALLOWLIST {
             assert!(name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_'), "{name}");
             assert_eq!(serde_json::to_string(name).unwrap(), format!("\"{name}\""));
